@@ -1,0 +1,5 @@
+import sys
+
+from accelml.cli import main
+
+sys.exit(main())

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Create the venv and install accelml with the whole pinned stack into it.
+#   make/setup-venv.sh PYTHON VENV
+set -euo pipefail
+python=${1:?usage: setup-venv.sh PYTHON VENV}
+venv=${2:?usage: setup-venv.sh PYTHON VENV}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+fail() { echo "setup: step '$1' failed: $2" >&2; exit 1; }
+
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || fail "check Python" "$python is $("$python" --version 2>&1); accelml needs Python >= 3.11 (make PYTHON=python3.11)"
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv" || fail "create venv" "'$python -m venv $venv' failed (Debian: apt-get install python3-venv)"
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade "pip==26.3" "setuptools==84.2.1" "wheel==0.48.0" \
+  || fail "upgrade pip" "could not install pip/setuptools/wheel from PyPI"
+"$venv/bin/python" -m pip install --quiet -c "$here/constraints.txt" -e "$(dirname "$here")[all]" \
+  || fail "install the stack" "pip could not install accelml[all] with make/constraints.txt (see above)"
+echo "installed accelml and its pinned stack into $venv"

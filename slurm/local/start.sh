@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# A one-node SLURM cluster on this host, for accelml's tests and for trying
+# `accelml compare --cluster slurm` on a laptop or CI runner.
+#
+#   slurm/local/start.sh start    # install (Debian, root) if missing, start munge, slurmctld, slurmd; wait for idle
+#   slurm/local/start.sh stop     # stop the daemons again
+#   slurm/local/start.sh status   # sinfo, or why it is not up
+#
+# Exit codes: 0 done; 3 cannot run here (not root, not Debian), with the reason on stdout;
+# 1 a step failed, with the step and the reason on stderr.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+state=${ACCELML_SLURM_STATE:-/var/lib/accelml-slurm}
+conf=/etc/slurm/slurm.conf
+marker="# accelml local single-node SLURM"
+host=$(hostname -s)
+
+fail() { echo "slurm/local: step '$1' failed: $2" >&2; exit 1; }
+
+cannot_run_here() {
+  if [ "$(id -u)" != 0 ]; then echo "not root: a local SLURM needs root to start its daemons"; return 0; fi
+  if [ ! -f /etc/debian_version ]; then echo "not Debian: slurm/local installs Debian's slurm packages"; return 0; fi
+  return 1
+}
+
+install_packages() {
+  if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
+     && command -v sinfo >/dev/null && command -v munged >/dev/null; then return 0; fi
+  echo "installing Debian's slurmctld slurmd slurm-client munge"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null || fail "apt-get update" "could not reach Debian's package lists"
+  apt-get install -y -q slurmctld slurmd slurm-client munge >/dev/null \
+    || fail "apt-get install" "could not install slurmctld slurmd slurm-client munge"
+}
+
+munge_works() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
+
+start_munge() {
+  munge_works && return 0
+  if [ ! -s /etc/munge/munge.key ]; then
+    mungekey --create --keyfile=/etc/munge/munge.key >/dev/null 2>&1 \
+      || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null
+    chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+  fi
+  mkdir -p /run/munge /var/log/munge /var/lib/munge
+  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  runuser -u munge -- /usr/sbin/munged || fail "start munged" "munged did not start (see /var/log/munge/munged.log)"
+  for _ in $(seq 50); do munge_works && return 0; sleep 0.2; done
+  fail "start munged" "munge -n | unmunge does not work"
+}
+
+write_config() {
+  if [ -f "$conf" ] && ! head -n 1 "$conf" | grep -q "^$marker"; then
+    fail "write $conf" "a slurm.conf not written by accelml is already there; refusing to overwrite it"
+  fi
+  local cpus mem
+  cpus=${ACCELML_SLURM_CPUS:-$(( $(nproc) > 4 ? $(nproc) : 4 ))}
+  mem=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
+  mkdir -p "$state/ctld" "$state/d" /etc/slurm
+  sed -e "s|@HOST@|$host|g" -e "s|@STATE@|$state|g" -e "s|@CPUS@|$cpus|g" -e "s|@MEM@|${mem:-1024}|g" \
+      -e "s|@CTLD_PORT@|${ACCELML_SLURMCTLD_PORT:-6817}|g" -e "s|@D_PORT@|${ACCELML_SLURMD_PORT:-6818}|g" \
+      "$here/slurm.conf.in" > "$conf.new"
+  mv "$conf.new" "$conf"
+}
+
+running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+node_state() { sinfo --noheader --node="$host" --format=%T 2>/dev/null | head -n 1; }
+
+start() {
+  local why
+  if why=$(cannot_run_here); then echo "$why"; exit 3; fi
+  install_packages
+  start_munge
+  write_config
+  running "$state/slurmctld.pid" || slurmctld || fail "start slurmctld" "see $state/slurmctld.log"
+  running "$state/slurmd.pid" || slurmd || fail "start slurmd" "see $state/slurmd.log"
+  local node=""
+  for _ in $(seq 120); do
+    node=$(node_state)
+    case "$node" in
+      idle|mixed|allocated) echo "SLURM up: node $host $node"; return 0 ;;
+      down*|drain*|drained*) scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true ;;
+    esac
+    sleep 0.5
+  done
+  fail "wait for node" "node $host is '${node:-unknown}' after 60 s (see $state/slurmctld.log, $state/slurmd.log)"
+}
+
+stop() {
+  scancel --quiet --user="$(id -un)" 2>/dev/null || true
+  for pidfile in "$state/slurmd.pid" "$state/slurmctld.pid"; do
+    if running "$pidfile"; then
+      pid=$(cat "$pidfile"); kill "$pid"
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    fi
+  done
+  echo "SLURM stopped"
+}
+
+status() {
+  if sinfo >/dev/null 2>&1; then sinfo; else echo "SLURM is not answering"; exit 1; fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
