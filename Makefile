@@ -18,6 +18,7 @@ compare: setup
 	$(PY) -m accelml compare
 
 test: setup
+	@bash make/install-test-tools.sh
 	@bash slurm/local/start.sh start; rc=$$?; \
 	  if [ $$rc = 3 ]; then echo "tests marked slurm will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS)

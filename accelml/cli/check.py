@@ -1,0 +1,136 @@
+"""``python -m accelml check SPEC --baseline FILE``: the reproducibility gate for CI.
+
+It runs the spec (as ``compare`` does, into ``--results-dir``), or reads a stored run with
+``--run RUN_ID``, and compares every case with the baseline file: scores, predictions
+(label agreement, max |diff|), deep-learning loss/accuracy and rank agreement, and whether
+repeats that should be bitwise identical were. Exit codes:
+
+  0  every case is within tolerance of the baseline
+  1  something drifted: a table names the case, the metric and by how much
+  2  bad input: a spec or baseline that does not parse, an unknown run, missing arguments
+
+``--update-baseline`` writes the baseline from the run instead (keeping the tolerances an
+existing baseline file has), and exits 0. The baseline is indented JSON, for review in a PR.
+
+    python -m accelml check experiments/smoke.toml --baseline repro-baseline.json --update-baseline
+    python -m accelml check experiments/smoke.toml --baseline repro-baseline.json
+    python -m accelml check --run 20261126T051502-3fa9c1 --baseline repro-baseline.json
+
+``--deterministic`` runs the spec in deterministic mode
+(:func:`accelml.runner.determinism.deterministic_experiment`): a seed is filled in wherever a
+case leaves ``random_state`` unset (which changes those cases' ids), keras cases train with
+TF op determinism, and every case process gets ``PYTHONHASHSEED``, the TF/cuDNN/XLA
+determinism variables and ``HOROVOD_FUSION_THRESHOLD=0``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+HELP = "check that a spec (or stored run) still gives the answers of a committed baseline"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("spec", nargs="?", default=None,
+                        help="experiment spec (TOML) to run; leave out with --run")
+    parser.add_argument("--baseline", required=True, metavar="FILE",
+                        help="baseline file (JSON) to compare with, or to write with --update-baseline")
+    parser.add_argument("--run", dest="run_id", default=None, metavar="RUN_ID",
+                        help="check this stored run instead of running the spec")
+    parser.add_argument("--results-dir", default=None, metavar="DIR",
+                        help="results store directory (default: ./accelml-results)")
+    parser.add_argument("--update-baseline", action="store_true",
+                        help="write the baseline from this run (keeps an existing file's tolerances)")
+    parser.add_argument("--inline-limit", type=int, default=None, metavar="N",
+                        help="arrays of up to N elements are kept in the baseline file "
+                             "(default 20000); larger ones keep a digest and a summary")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="run the spec in deterministic mode: seeds filled in where unset, "
+                             "TF op determinism, Horovod fusion off, PYTHONHASHSEED "
+                             "(see accelml.runner.determinism)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="cases at once when running the spec (default 1)")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR", help="dataset cache directory")
+    parser.add_argument("--json", action="store_true",
+                        help="print the check's outcome as JSON instead of the table")
+
+
+def _run_spec(args, store) -> str:
+    from types import SimpleNamespace
+
+    from accelml.compare import run_experiment
+    from accelml.spec.load import load_spec
+
+    experiment = load_spec(args.spec)
+    if args.deterministic:
+        import os
+
+        from accelml.runner.determinism import deterministic_experiment
+
+        experiment, environment = deterministic_experiment(experiment)
+        os.environ.update(environment)          # inherited by every case process
+    settings = None
+    if args.jobs is not None:
+        from accelml.errors import SpecError
+
+        if args.jobs < 1:
+            raise SpecError(f"--jobs {args.jobs}: expected an integer >= 1")
+        settings = SimpleNamespace(kind="local", jobs=args.jobs)
+
+    def on_result(result, done: int, total: int) -> None:
+        status = "ok" if result.ok else f"FAILED: {result.reason}"
+        print(f"[{done}/{total}] {result.algorithm} {result.backend}/{result.device} "
+              f"on {result.dataset}: {status}", file=sys.stderr)
+
+    run = run_experiment(experiment, store, settings=settings, cache_dir=args.cache_dir,
+                         on_result=on_result)
+    print(f"accelml check: ran {run.planned_cases} case(s) as run {run.run_id} "
+          f"in {store.directory}", file=sys.stderr)
+    return run.run_id
+
+
+def run(args) -> int:
+    import json
+    from pathlib import Path
+
+    from accelml.errors import AccelmlError, SpecError
+    from accelml.report.baseline import DEFAULT_INLINE_LIMIT, Baseline, check_run, make_baseline
+    from accelml.results.store import ResultsStore
+
+    if (args.spec is None) == (args.run_id is None):
+        raise SpecError("give either SPEC (to run it) or --run RUN_ID (a stored run), not "
+                        + ("both" if args.spec else "neither"))
+    if args.deterministic and args.spec is None:
+        raise SpecError("--deterministic applies to running a SPEC, not to a stored --run")
+    if args.inline_limit is not None and args.inline_limit < 0:
+        raise SpecError(f"--inline-limit {args.inline_limit}: expected an integer >= 0")
+    baseline_path = Path(args.baseline)
+    baseline = None
+    if not args.update_baseline or baseline_path.exists():
+        baseline = Baseline.read(baseline_path)          # SpecError (exit 2) when it is not one
+    if args.run_id is not None:
+        try:
+            store = ResultsStore(args.results_dir, create=False)
+            run_id = store.get_run(args.run_id).run_id
+        except SpecError:
+            raise
+        except AccelmlError as error:
+            raise SpecError(str(error)) from None
+    else:
+        store = ResultsStore(args.results_dir)
+        run_id = _run_spec(args, store)
+    if args.update_baseline:
+        limit = args.inline_limit if args.inline_limit is not None else (
+            baseline.inline_limit if baseline is not None else DEFAULT_INLINE_LIMIT)
+        made = make_baseline(store, run_id, inline_limit=limit, previous=baseline)
+        made.write(baseline_path)
+        failed = [case for case in made.cases if case.data["status"] != "ok"]
+        print(f"accelml check: wrote {baseline_path} from run {run_id}: {len(made.cases)} case(s)"
+              + (f", {len(failed)} of them failed (they are kept as failed)" if failed else ""))
+        return 0
+    report = check_run(store, run_id, baseline)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1, default=str))
+    else:
+        print(report.format())
+    return report.exit_code

@@ -1,0 +1,74 @@
+"""``python -m accelml report RUN_ID``: table, speedups, failures and environment of a stored run.
+
+RUN_ID is a run id, a unique prefix of one, or ``latest``. Everything comes from the results
+store; nothing is run. ``--html`` writes one self-contained page (inline SVG figures, no
+script, nothing fetched), ``--plots DIR`` each figure as PNG (or SVG), ``--csv`` / ``--json``
+the table, and ``--against OTHER_RUN`` puts a second run beside this one (the time ratio of
+each case, and the environment fields that differ).
+
+Exit code 0 when the report was written, 1 when a run cannot be found or read.
+"""
+
+from __future__ import annotations
+
+import sys
+
+HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID",
+                        help="run id, a unique prefix of one, or 'latest' (default)")
+    parser.add_argument("--results-dir", default=None, metavar="DIR",
+                        help="results store directory (default: ./accelml-results)")
+    parser.add_argument("--reference", default=None, metavar="BACKEND",
+                        help="backend speedups are measured against (default: the run's)")
+    parser.add_argument("--against", default=None, metavar="OTHER_RUN",
+                        help="a second run to compare with, case by case (id, prefix or 'latest')")
+    parser.add_argument("--against-dir", default=None, metavar="DIR",
+                        help="results store of OTHER_RUN when it is not in --results-dir "
+                             "(e.g. copied from another machine)")
+    parser.add_argument("--html", default=None, metavar="FILE",
+                        help="write a self-contained HTML report (no network needed to open it)")
+    parser.add_argument("--plots", default=None, metavar="DIR",
+                        help="write each figure as a file into DIR")
+    parser.add_argument("--plot-format", default="png", choices=("png", "svg"),
+                        help="file format of --plots (default: png)")
+    parser.add_argument("--csv", default=None, metavar="FILE", help="write the table as CSV")
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="write the table, speedups, failures and --against as JSON "
+                             "('-' for standard output)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the paths written, not the report")
+
+
+def run(args) -> int:
+    from rich.console import Console
+
+    from accelml.report.render import load_report
+
+    report = load_report(args.run_id, args.results_dir, reference=args.reference,
+                         against=args.against, against_dir=args.against_dir)
+    written = []
+    if args.html:
+        written.append(("HTML report", report.write_html(args.html)))
+    if args.plots:
+        for path in report.write_plots(args.plots, args.plot_format):
+            written.append(("plot", path))
+    if args.csv:
+        written.append(("CSV table", report.write_csv(args.csv)))
+    json_to_stdout = args.json == "-"
+    if args.json and not json_to_stdout:
+        written.append(("JSON", report.write_json(args.json)))
+
+    if json_to_stdout:
+        import json
+
+        print(json.dumps(report.to_dict(), indent=1, allow_nan=False))
+    elif not args.quiet:
+        out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+        out.print(report.text(width=out.width), markup=False)
+    err = Console(stderr=True, highlight=False)
+    for what, path in written:
+        err.print(f"accelml report: wrote {what} {path}", markup=False)
+    return 0

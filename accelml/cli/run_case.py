@@ -1,0 +1,23 @@
+"""``python -m accelml run-case INPUT.json [--output RESULT.json]``: run one case in this process.
+
+This is the isolated per-case process that ``compare`` starts for every case (through
+:func:`accelml.runner.process.execute_case`); it is not meant to be typed by hand. INPUT is
+the JSON payload written by the client; the result JSON goes to ``--output`` (atomically)
+or to standard output.
+"""
+
+from __future__ import annotations
+
+HELP = "run one case in this process (JSON in, JSON out); used by compare for isolation"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("input", help="the case payload (JSON) written by the client")
+    parser.add_argument("--output", "-o", default=None,
+                        help="where to write the result JSON (default: standard output)")
+
+
+def run(args) -> int:
+    from accelml.runner.worker import main
+
+    return main(args.input, args.output)

@@ -1,0 +1,395 @@
+"""Run a comparison: spec -> cases -> executor -> one process per case -> results store.
+
+The Python API::
+
+    import accelml
+    res = accelml.compare("kmeans", ["sklearn", "sklearnex"], data=(X, None), repeats=5,
+                          params={"n_clusters": 8, "random_state": 0})
+    print(res.table())
+    res.speedup(reference="sklearn")     # {"sklearnex/cpu": 3.1, ...}  (fit, reference / case)
+    res.agreement(reference="sklearn")   # {"sklearnex/cpu": Agreement(kind="labels", value=1.0)}
+    print(res.agreement_matrix().format())   # run-to-run, cross-backend/device/scale agreement
+    res.report(html="report.html")       # the full report (accelml.report.render.report)
+
+:func:`run_experiment` is what ``python -m accelml compare`` calls: it stores one run and,
+as each case finishes, that case's result (one transaction each), so an interrupted run
+keeps every finished case and ``resume=RUN_ID`` runs only the missing ones.
+
+>>> import numpy as np
+>>> X = np.random.default_rng(0).normal(size=(300, 3))
+>>> res = compare("kmeans", ["sklearn"], data=(X, None), repeats=2,
+...               params={"n_clusters": 3, "random_state": 0, "n_init": 1})
+>>> [(r.backend, r.status, r.repeats) for r in res.results]
+[('sklearn', 'ok', 2)]
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import sys
+import tempfile
+import types
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from accelml.errors import AccelmlError, SpecError
+from accelml.results.records import CaseResult, FailureKind, RunRecord
+from accelml.results.store import ResultsStore, array_digest
+
+ResultCallback = Callable[[CaseResult, int, int], None]
+
+
+def new_run_id() -> str:
+    """A run id that sorts by start time: ``20261126T051502-3fa9c1``."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def default_threads(jobs: int) -> int:
+    """Threads per case: the usable cores shared by the cases that run at once."""
+    from accelml.runner.environment import usable_cores
+
+    return max(1, usable_cores() // max(1, jobs))
+
+
+def _lost(task: Any, run_id: str, error: str, failure: str | None = None) -> CaseResult:
+    """The failed result of a task the executor returned no result for (``failure``: the
+    executor's reason kind, e.g. "unavailable"; a lost worker otherwise)."""
+    from accelml.runner.worker import utc_now
+    from accelml.spec.schema import Case
+
+    case = Case.from_dict(task.case)
+    return CaseResult(
+        run_id=run_id, case_id=case.case_id, algorithm=case.algorithm, backend=case.backend,
+        device=case.device, dataset=case.dataset.name, workers=case.workers,
+        strategy=case.strategy, params=case.params, status=CaseResult.FAILED,
+        failure=FailureKind(failure) if failure else FailureKind.LOST,
+        reason=error.splitlines()[0] if error else "no result",
+        threads=task.threads, finished_at=utc_now(), attempts=task.attempt,
+    )
+
+
+def run_experiment(
+    experiment: Any,
+    store: ResultsStore,
+    *,
+    settings: Any = None,
+    resume: str | None = None,
+    cache_dir: str | None = None,
+    on_plan: Callable[[RunRecord, int], None] | None = None,
+    on_result: ResultCallback | None = None,
+    progress: Callable[[Any], None] | None = None,
+    deterministic: bool = False,
+) -> RunRecord:
+    """Run every case of ``experiment`` (or, with ``resume``, the ones a run still lacks).
+
+    ``settings`` chooses the executor (``kind``: local, slurm, pbs; ``jobs``: cases at once;
+    see :func:`accelml.executors.make_executor`); None is one local case at a time.
+    ``on_plan(run, n_pending)`` is called once before the first case starts;
+    ``on_result(result, done, total)`` after each case is stored.
+    ``deterministic`` (or the spec's ``deterministic = true``, or resuming a run that was
+    deterministic) runs every case in deterministic mode: seeds filled in where the spec
+    left them unset (which changes those cases' ids), and the mode's environment
+    (``PYTHONHASHSEED``, TF/cuDNN/XLA determinism, Horovod fusion off) passed to each case
+    process with its task; the client's own environment is left as it is.
+    """
+    from accelml.executors import make_executor
+    from accelml.runner.environment import fingerprint
+    from accelml.runner.process import CaseTask, execute_case
+    from accelml.runner.worker import utc_now
+
+    previous = store.get_run(resume) if resume is not None else None
+    environment: dict[str, str] = {}
+    if deterministic or experiment.deterministic or (previous is not None and previous.deterministic):
+        experiment, environment = deterministic_mode(experiment)
+    case_ids = tuple(case.case_id for case in experiment.cases)
+    if previous is not None and previous.case_ids and set(previous.case_ids) != set(case_ids) \
+            and not environment:
+        # A run seeded by its caller (e.g. ``accelml check --deterministic``) resumes seeded.
+        seeded, seeded_environment = deterministic_mode(experiment)
+        if set(previous.case_ids) == {case.case_id for case in seeded.cases}:
+            experiment, environment = seeded, seeded_environment
+            case_ids = tuple(case.case_id for case in experiment.cases)
+    if previous is not None:
+        run = previous
+        if run.spec_hash != experiment.text_hash:
+            raise SpecError(f"run {run.run_id} was made from a different spec (its text has "
+                            "changed); resume it without a SPEC argument to use its own copy")
+        if run.case_ids and set(run.case_ids) != set(case_ids):
+            raise SpecError(f"run {run.run_id} planned other cases than this spec gives "
+                            "(was it expanded by another version of accelml?)")
+        done = store.finished_case_ids(run.run_id)
+        pending = [case for case in experiment.cases if case.case_id not in done]
+        store.set_run_status(run.run_id, RunRecord.RUNNING)
+    else:
+        run = RunRecord(
+            run_id=new_run_id(), spec_name=experiment.name, spec_hash=experiment.text_hash,
+            spec_text=experiment.text, spec_path=experiment.path,
+            reference_backend=experiment.reference, created_at=utc_now(),
+            planned_cases=len(case_ids), environment=fingerprint(), case_ids=case_ids,
+            deterministic=experiment.deterministic,
+        )
+        store.create_run(run)
+        pending = list(experiment.cases)
+    if on_plan is not None:
+        on_plan(run, len(pending))
+    if not pending:
+        store.set_run_status(run.run_id, RunRecord.FINISHED)
+        return store.get_run(run.run_id)
+    jobs = int(getattr(settings, "jobs", None) or 1)
+    kind = getattr(settings, "kind", "local")
+    job_cores = getattr(getattr(settings, "resources", None), "cores", None)
+    tasks = []
+    for case in pending:
+        # Locally the cases running at once share this machine's cores; on a cluster each
+        # case gets the cores of the worker job it runs in.
+        threads = case.threads or (job_cores if kind != "local" and job_cores
+                                   else default_threads(jobs))
+        case_data = case.to_dict()
+        case_data["threads"] = threads
+        tasks.append(CaseTask(case=case_data, run_id=run.run_id, cache_dir=cache_dir,
+                              threads=threads, environment=environment or None,
+                              deterministic=experiment.deterministic))
+    finished = 0
+    try:
+        with make_executor(settings, progress=progress) as executor:
+            for outcome in executor.map(execute_case, tasks):
+                if outcome.ok:
+                    document = outcome.result
+                    result = CaseResult.from_dict(document["result"])
+                    arrays = document.get("arrays", {})
+                else:
+                    result = _lost(outcome.item, run.run_id, outcome.error or "",
+                                   getattr(outcome, "failure", None))
+                    arrays = {}
+                store.add_case_result(result, arrays)
+                finished += 1
+                if on_result is not None:
+                    on_result(result, finished, len(tasks))
+    except BaseException:
+        store.set_run_status(run.run_id, RunRecord.INTERRUPTED)
+        raise
+    store.set_run_status(run.run_id, RunRecord.FINISHED)
+    return store.get_run(run.run_id)
+
+
+def deterministic_mode(experiment: Any) -> tuple[Any, dict[str, str]]:
+    """``experiment`` in deterministic mode (marked so), and the environment its case
+    processes get (:func:`accelml.runner.determinism.deterministic_experiment`; applying it
+    twice changes nothing)."""
+    import dataclasses
+
+    from accelml.runner.determinism import deterministic_experiment
+
+    experiment, environment = deterministic_experiment(experiment)
+    return dataclasses.replace(experiment, deterministic=True), environment
+
+
+# ---------------------------------------------------------------- the Python API
+
+
+def _toml_value(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SpecError(f"{where} = {value!r}: only finite numbers can be compared")
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v, where) for v in value) + "]"
+    raise SpecError(f"{where} = {value!r}: expected a number, string, boolean or list of them "
+                    "(leave a parameter out to get its default)")
+
+
+def _save_data(directory: Path, X: Any, y: Any) -> str:
+    import numpy as np
+
+    X = np.asarray(X)
+    arrays = {"X": X} if y is None else {"X": X, "y": np.asarray(y)}
+    digest = array_digest(X)[:16] + ("" if y is None else array_digest(arrays["y"])[:16])
+    path = directory / "inputs" / f"{digest}.npz"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial.npz")
+        np.savez(partial, **arrays)
+        partial.replace(path)
+    return str(path)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of :func:`compare` (or of any stored run): table, speedups, agreement."""
+
+    store: ResultsStore
+    run: RunRecord
+    results: tuple[CaseResult, ...] = field(default=())
+
+    @classmethod
+    def from_store(cls, store: ResultsStore, run_id: str) -> "Comparison":
+        run = store.get_run(run_id)
+        return cls(store, run, tuple(store.case_results(run.run_id)))
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def failed(self) -> tuple[CaseResult, ...]:
+        return tuple(r for r in self.results if not r.ok)
+
+    def _label(self, result: CaseResult) -> str:
+        label = f"{result.backend}/{result.device}"
+        if result.workers != 1:
+            label += f"/x{result.workers}"
+        if len({r.dataset for r in self.results}) > 1:
+            label += f"/{result.dataset}"
+        if len({r.params for r in self.results}) > 1 and result.params:
+            label += "/" + ",".join(f"{k}={v}" for k, v in result.params)
+        return label
+
+    def _reference(self, reference: str | None) -> str:
+        reference = reference or self.run.reference_backend or self.results[0].backend
+        if reference not in {r.backend for r in self.results}:
+            raise AccelmlError(f"reference backend {reference!r} is not in this comparison")
+        return reference
+
+    def rows(self, reference: str | None = None):
+        from accelml.report.table import build_rows
+
+        return build_rows(self.store, self.results, self._reference(reference))
+
+    def table(self, reference: str | None = None, width: int | None = None) -> str:
+        """The comparison table as text."""
+        from accelml.report.table import render_text
+
+        return render_text(self.rows(reference), title=f"run {self.run_id}", width=width)
+
+    def speedup(self, reference: str | None = None, phase: str = "fit") -> dict[str, float]:
+        """label -> reference median time / this case's median time (2.0: twice as fast)."""
+        from accelml.report.speed import speedups
+
+        found = speedups(self.results, self._reference(reference), phase)
+        return {self._label(r): found[r.case_id].value for r in self.results if r.case_id in found}
+
+    def agreement(self, reference: str | None = None) -> dict[str, Any]:
+        """label -> :class:`accelml.report.table.Agreement` with the reference case: one
+        figure per case (the table's agreement column). For every measure (run-to-run,
+        cross-backend, cross-device, cross-scale) use :meth:`agreement_matrix`."""
+        return {self._label(r): row.agreement
+                for r, row in zip(self.results, self.rows(reference))
+                if row.agreement is not None}
+
+    def agreement_matrix(self, reference: str | None = None, *,
+                         against: "Comparison | tuple[ResultsStore, str] | None" = None):
+        """The run's :class:`accelml.report.repro.AgreementMatrix` (``.format()``,
+        ``.rows()``, ``.to_dict()``); ``against`` (another Comparison, or ``(store,
+        run_id)``) adds the cross-run comparison, case by case id."""
+        from accelml.report.repro import agreement_matrix
+
+        if isinstance(against, Comparison):
+            against = (against.store, against.run_id)
+        return agreement_matrix(self.store, self.run_id, self._reference(reference) if self.results
+                                else reference, against=against,
+                                deterministic=self.run.deterministic)
+
+    def report(self, **options: Any):
+        """The full report of this run (:func:`accelml.report.render.report`): ``html=``,
+        ``plots_dir=``, ``csv=``, ``json=`` write files; ``reference=``, ``against=``."""
+        from accelml.report.render import report
+
+        return report(self.run_id, self.store.directory, **options)
+
+    def to_json(self, reference: str | None = None) -> dict[str, Any]:
+        from accelml.report.table import to_json
+
+        return to_json(self.run, list(self.results), self.rows(reference))
+
+
+def compare(
+    algorithm: str | Sequence[str],
+    backends: Sequence[str],
+    data: tuple[Any, Any],
+    *,
+    devices: Sequence[str] = ("cpu",),
+    params: dict[str, Any] | None = None,
+    repeats: int | tuple[int, int] = 5,
+    warmup: int = 1,
+    target: float = 0.05,
+    reference: str | None = None,
+    time_limit: float = 600.0,
+    threads: int | None = None,
+    results_dir: str | Path | None = None,
+    name: str = "compare",
+    deterministic: bool = False,
+    cluster: str | None = None,
+    jobs: int | None = None,
+    resources: dict[str, Any] | None = None,
+    progress: Callable[[Any], None] | None = None,
+) -> Comparison:
+    """Compare ``algorithm`` on several backends on in-memory ``data = (X, y)`` (y may be None).
+
+    ``repeats``: a fixed count, or ``(min, max)`` for adaptive repeats that stop once the
+    median's confidence interval is within ``target`` (relative). Each case runs in its own
+    process; results go to ``results_dir`` (a new temporary directory by default).
+    ``deterministic=True`` runs in deterministic mode (see :func:`run_experiment`).
+    ``cluster`` ("local", "slurm", "pbs"), ``jobs`` (cases at once) and ``resources`` (per
+    worker job: ``{"cores": 4, "gpus": 1, "partition": "gpu", "walltime": "01:00:00"}``)
+    choose where cases run, over accelml's cluster config, as ``--cluster``, ``--jobs`` and
+    the resource flags do (:func:`accelml.executors.arguments.cluster_settings`); on a
+    cluster, job and worker counts are printed to stderr unless ``progress`` is given.
+    """
+    from accelml.executors.arguments import cluster_settings, progress_printer
+    from accelml.spec.load import load_spec_text
+
+    algorithms = [algorithm] if isinstance(algorithm, str) else list(algorithm)
+    if isinstance(backends, str):
+        backends = [backends]
+    directory = Path(results_dir) if results_dir is not None else Path(
+        tempfile.mkdtemp(prefix="accelml-compare-"))
+    store = ResultsStore(directory)
+    X, y = data
+    path = _save_data(directory, X, y)
+    lines = [f"name = {_toml_value(name, 'name')}",
+             f"reference = {_toml_value(reference or backends[0], 'reference')}",
+             f"warmup = {int(warmup)}", f"time_limit = {float(time_limit)!r}"]
+    if isinstance(repeats, int):
+        lines.append(f"repeats = {int(repeats)}")
+    else:
+        low, high = repeats
+        lines.append(f"repeats = {{min = {int(low)}, max = {int(high)}, target = {float(target)!r}}}")
+    if threads is not None:
+        lines.append(f"threads = {int(threads)}")
+    lines += ["", "[datasets.data]", 'source = "file"', f"path = {_toml_value(path, 'data')}"]
+    if y is None:
+        lines.append('task = "clustering"')
+    lines += ["", "[[cases]]", f"algorithm = {_toml_value(algorithms, 'algorithm')}",
+              f"backend = {_toml_value(list(backends), 'backends')}",
+              f"device = {_toml_value(list(devices), 'devices')}", 'dataset = "data"']
+    if params:
+        lines.append("params = {" + ", ".join(
+            f"{key} = {_toml_value(value, f'params.{key}')}" for key, value in params.items()
+            if value is not None) + "}")
+    experiment = load_spec_text("\n".join(lines) + "\n", f"<compare {name}>", directory)
+    settings = cluster_settings(cluster, jobs, resources=resources)
+    if progress is None and settings.kind != "local":
+        progress = progress_printer()
+    run = run_experiment(experiment, store, settings=settings, progress=progress,
+                         deterministic=deterministic)
+    return Comparison.from_store(store, run.run_id)
+
+
+class _CallableModule(types.ModuleType):
+    """``accelml.compare`` is both this module and the function: importing the module (which
+    binds it as the package attribute) must not hide ``accelml.compare(...)``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Comparison:
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,128 @@
+"""Pieces every strategy shares: the learning-rate schedule, optimizer, weight digest, logs."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.metadata
+import os
+import time
+
+import numpy as np
+
+from accelml.dl.config import EpochRecord, TrainingConfig
+
+
+def weights_digest(arrays) -> str:
+    """SHA-256 over the weights in order: shape, dtype and bytes of each array.
+
+    >>> weights_digest([np.zeros(2, np.float32)]) == weights_digest([np.zeros(2, np.float32)])
+    True
+    >>> weights_digest([np.zeros(2)]) == weights_digest([np.ones(2)])
+    False
+    """
+    digest = hashlib.sha256()
+    for array in arrays:
+        array = np.ascontiguousarray(np.asarray(array))
+        digest.update(f"{array.shape}|{array.dtype.str}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def versions(*distributions: str) -> tuple[tuple[str, str], ...]:
+    found = []
+    for name in ("keras", "numpy") + distributions:
+        try:
+            found.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return tuple(sorted(set(found)))
+
+
+def make_learning_rate(keras, ops, config: TrainingConfig, steps: int):
+    """A float, or a Keras schedule that warms up like Horovod's LearningRateWarmupCallback.
+
+    ``ops`` is ``keras.ops`` for Keras 3 or ``tf`` for ``tf_keras``; the schedule is a
+    function of the optimizer's step counter, so it works in ``fit``, in a
+    ``tf.function`` loop and in a jitted JAX step alike.
+    """
+    target = config.scaled_learning_rate
+    workers, warmup = config.workers, float(config.warmup_epochs)
+    if warmup <= 0 or workers <= 1:
+        return target
+
+    class HorovodWarmup(keras.optimizers.schedules.LearningRateSchedule):
+        def __call__(self, step):
+            fraction = (ops.cast(step, "float32") + 1.0) / float(steps)
+            warming = target / workers * (fraction * (workers - 1) / warmup + 1.0)
+            return ops.where(fraction >= warmup, ops.cast(target, "float32"), warming)
+
+        def get_config(self):
+            return {"target": target, "workers": workers, "warmup_epochs": warmup,
+                    "steps_per_epoch": steps}
+
+    return HorovodWarmup()
+
+
+def learning_rate_value(learning_rate, step: int) -> float:
+    """The rate a float-or-schedule gives at optimizer step ``step``."""
+    if callable(learning_rate):
+        return float(np.asarray(learning_rate(step)))
+    return float(learning_rate)
+
+
+def make_optimizer(keras, config: TrainingConfig, learning_rate):
+    if config.optimizer == "sgd":
+        optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=config.momentum)
+    else:
+        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    if config.precision == "mixed_float16":
+        optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+class EpochLog:
+    """Rank 0's CSV log (``output_dir/training_log.csv``): one row per epoch."""
+
+    def __init__(self, output_dir: str | None):
+        self.path = os.path.join(output_dir, "training_log.csv") if output_dir else None
+        if self.path:
+            os.makedirs(output_dir, exist_ok=True)
+            with open(self.path, "w", newline="") as handle:
+                csv.writer(handle).writerow(["epoch", "seconds", "loss", "accuracy",
+                                             "learning_rate", "images"])
+
+    def write(self, record: EpochRecord) -> None:
+        if self.path:
+            with open(self.path, "a", newline="") as handle:
+                csv.writer(handle).writerow([record.epoch, record.seconds, record.loss,
+                                             record.accuracy, record.learning_rate,
+                                             record.images])
+
+
+def files_under(directory: str | None) -> tuple[str, ...]:
+    if not directory or not os.path.isdir(directory):
+        return ()
+    return tuple(sorted(os.path.relpath(os.path.join(root, name), directory)
+                        for root, _, names in os.walk(directory) for name in names))
+
+
+class Clock:
+    """perf_counter stopwatch; the caller synchronises the device before reading it."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.start
+
+
+def require_tensorboard(config: TrainingConfig) -> None:
+    """Fail before training, not at the first summary, when TensorBoard logs cannot be written."""
+    import importlib.util
+
+    if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        from accelml.errors import UnavailableError
+
+        raise UnavailableError("tensorboard = true needs the tensorboard package "
+                               "(pip install tensorboard)")

@@ -1,0 +1,326 @@
+"""What one training run is (:class:`TrainingConfig`) and what it measured (:class:`TrainingResult`).
+
+Both are frozen dataclasses that travel as JSON between the runner, the launcher and
+every rank, so nothing here imports TensorFlow, Keras or JAX.
+
+>>> config = TrainingConfig(model="mnist_cnn", dataset="digits", strategy="horovod",
+...                         workers=2, batch_size=32, epochs=3)
+>>> config.global_batch_size
+64
+>>> TrainingConfig.from_dict(config.to_dict()) == config
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+
+from accelml.errors import SpecError
+
+STRATEGIES = ("single", "horovod", "mirrored", "multiworker", "jax-dataparallel", "jax-pmean")
+"""How the work is spread.
+
+``single``: one process, one device, ``model.fit``.
+``horovod``: one process per worker (rank), gradients averaged with Horovod (TF backend).
+``mirrored``: ``tf.distribute.MirroredStrategy``, one process, ``workers`` devices of one host.
+``multiworker``: ``tf.distribute.MultiWorkerMirroredStrategy``, one process per worker.
+``jax-dataparallel``: Keras 3 on JAX, one jitted program over a batch sharded across
+``workers`` devices (``keras.distribution.DataParallel``; BatchNorm statistics are global).
+``jax-pmean``: Keras 3 on JAX, the step runs per device under ``jax.shard_map`` and one
+``pmean`` averages the gradients (Horovod semantics; BatchNorm statistics are per device).
+"""
+
+MULTI_PROCESS_STRATEGIES = ("horovod", "multiworker")
+LR_SCALINGS = ("linear", "sqrt", "none")
+OPTIMIZERS = ("sgd", "adam")
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+CACHES = ("memory", "disk", "none")
+DEVICES = ("cpu", "gpu")
+LAUNCHERS = ("horovodrun", "mpirun", "srun", "local-processes")
+
+
+def scaled_learning_rate(base: float, workers: int, scaling: str) -> float:
+    """The learning rate for ``workers`` workers (Goyal et al.: linear; or sqrt; or none).
+
+    >>> scaled_learning_rate(0.01, 4, "linear"), scaled_learning_rate(0.01, 4, "sqrt")
+    (0.04, 0.02)
+    """
+    if scaling == "linear":
+        return base * workers
+    if scaling == "sqrt":
+        return base * math.sqrt(workers)
+    if scaling == "none":
+        return base
+    raise SpecError(f"lr_scaling must be one of {', '.join(LR_SCALINGS)}, not {scaling!r}")
+
+
+def warmup_learning_rate(target: float, workers: int, warmup_epochs: float, epoch: int,
+                         batch: int, steps_per_epoch: int) -> float:
+    """The learning rate at ``batch`` of ``epoch`` during a Horovod-style warm-up.
+
+    It rises linearly from ``target / workers`` to ``target`` over ``warmup_epochs``
+    epochs (Goyal et al., "Accurate, Large Minibatch SGD"), with the same formula as
+    ``horovod.keras.callbacks.LearningRateWarmupCallback``: at fractional epoch
+    ``e = epoch + (batch + 1) / steps_per_epoch`` the rate is
+    ``target / workers * (e * (workers - 1) / warmup_epochs + 1)``; from
+    ``warmup_epochs`` on it is ``target``.
+
+    >>> round(warmup_learning_rate(0.04, 4, 2, epoch=0, batch=0, steps_per_epoch=10), 6)
+    0.0115
+    >>> warmup_learning_rate(0.04, 4, 2, epoch=2, batch=0, steps_per_epoch=10)
+    0.04
+    """
+    if warmup_epochs <= 0 or workers <= 1 or epoch >= warmup_epochs:
+        return target
+    fraction = epoch + (batch + 1) / steps_per_epoch
+    if fraction >= warmup_epochs:
+        return target
+    return target / workers * (fraction * (workers - 1) / warmup_epochs + 1)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One data-parallel training run. ``batch_size`` is per worker; see ``global_batch_size``.
+
+    ``workers`` is the number of ranks (``horovod``, ``multiworker``) or devices
+    (``mirrored``, ``jax-*``). ``learning_rate`` is the rate for one worker; it is scaled
+    by ``lr_scaling`` and warmed up over ``warmup_epochs`` (0 turns warm-up off).
+    ``train_samples`` / ``test_samples`` cut the data set (None: all of it);
+    ``steps_per_epoch`` cuts every epoch (None: one pass over this worker's shard).
+    Files (checkpoints, TensorBoard, CSV log, final model) go under ``output_dir`` and are
+    written by rank 0 only; ``launcher`` (None: chosen by :func:`accelml.dl.launch`) starts
+    the ranks; ``checkpoints``/``tensorboard``/``save_model`` need it by the
+    time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod as its environment.
+    """
+
+    model: str = "mnist_cnn"
+    dataset: str = "digits"
+    strategy: str = "single"
+    workers: int = 1
+    batch_size: int = 32
+    epochs: int = 3
+    learning_rate: float = 0.01
+    optimizer: str = "sgd"
+    momentum: float = 0.9
+    lr_scaling: str = "linear"
+    warmup_epochs: float = 0.0
+    seed: int = 0
+    deterministic: bool = False
+    precision: str = "float32"
+    device: str = "cpu"
+    data_path: str | None = None
+    image_size: int | None = None
+    train_samples: int | None = None
+    test_samples: int | None = None
+    steps_per_epoch: int | None = None
+    shuffle: bool = True
+    cache: str = "memory"
+    cache_dir: str | None = None
+    output_dir: str | None = None
+    checkpoints: bool = False
+    tensorboard: bool = False
+    histogram_freq: int = 0
+    save_model: bool = False
+    verbose: int = 0
+    horovod_timeline: str | None = None
+    horovod_timeline_mark_cycles: bool = False
+    horovod_fusion_threshold_mb: int | None = None
+    horovod_cycle_time_ms: float | None = None
+    time_limit_s: float = 1800.0
+    launcher: str | None = None
+    model_options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        def bad(key: str, allowed: str) -> SpecError:
+            return SpecError(f"training {key} must be {allowed}, not {getattr(self, key)!r}")
+
+        for key, allowed in (("strategy", STRATEGIES), ("lr_scaling", LR_SCALINGS),
+                             ("optimizer", OPTIMIZERS), ("precision", PRECISIONS),
+                             ("cache", CACHES), ("device", DEVICES)):
+            if getattr(self, key) not in allowed:
+                raise bad(key, "one of " + ", ".join(allowed))
+        for key in ("workers", "batch_size", "epochs"):
+            if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
+                raise bad(key, "an integer >= 1")
+        if self.launcher is not None and self.launcher not in LAUNCHERS:
+            raise bad("launcher", "one of " + ", ".join(LAUNCHERS))
+        if self.strategy == "single" and self.workers != 1:
+            raise bad("workers", "1 for strategy 'single'")
+        if self.learning_rate <= 0:
+            raise bad("learning_rate", "> 0")
+        if self.warmup_epochs < 0:
+            raise bad("warmup_epochs", ">= 0")
+        if self.cache == "disk" and not self.cache_dir:
+            raise SpecError("training cache = 'disk' needs cache_dir (fast local storage)")
+        if isinstance(self.model_options, dict):
+            object.__setattr__(self, "model_options", tuple(sorted(self.model_options.items())))
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.batch_size * self.workers
+
+    @property
+    def scaled_learning_rate(self) -> float:
+        return scaled_learning_rate(self.learning_rate, self.workers, self.lr_scaling)
+
+    @property
+    def multi_process(self) -> bool:
+        return self.strategy in MULTI_PROCESS_STRATEGIES
+
+    @property
+    def keras_backend(self) -> str:
+        return "jax" if self.strategy.startswith("jax") else "tensorflow"
+
+    def learning_rate_at(self, epoch: int, batch: int, steps_per_epoch: int) -> float:
+        return warmup_learning_rate(self.scaled_learning_rate, self.workers, self.warmup_epochs,
+                                    epoch, batch, steps_per_epoch)
+
+    def replace(self, **changes) -> "TrainingConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["model_options"] = [list(item) for item in self.model_options]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TrainingConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(f"unknown training key(s): {', '.join(unknown)}; "
+                            f"allowed: {', '.join(sorted(known))}")
+        data = dict(data)
+        options = data.get("model_options", ())
+        if isinstance(options, dict):
+            options = options.items()
+        data["model_options"] = tuple(sorted((str(k), v) for k, v in options))
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """One epoch as every rank agreed on it (metrics averaged across workers)."""
+
+    epoch: int
+    seconds: float
+    loss: float
+    accuracy: float
+    learning_rate: float
+    images: int
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """What one run measured. Times exclude process start and data loading.
+
+    ``epochs[0]`` is the warm-up epoch (tracing, XLA compilation, cache fill): it is
+    reported as ``first_epoch_s`` and left out of ``mean_epoch_s`` and ``images_per_s``.
+    ``rank_digests`` holds the SHA-256 of every rank's final weights (one entry per
+    process; for single-process strategies, one entry).
+    """
+
+    strategy: str
+    model: str
+    dataset: str
+    workers: int
+    batch_per_worker: int
+    global_batch: int
+    learning_rate: float
+    parameters: int
+    train_samples: int
+    test_samples: int
+    steps_per_epoch: int
+    epochs: tuple[EpochRecord, ...]
+    test_loss: float | None
+    test_accuracy: float | None
+    weights_digest: str
+    rank_digests: tuple[str, ...]
+    setup_s: float
+    data_s: float
+    backend: str
+    versions: tuple[tuple[str, str], ...]
+    files: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    rank: int = 0
+
+    @property
+    def epoch_times_s(self) -> tuple[float, ...]:
+        return tuple(e.seconds for e in self.epochs)
+
+    @property
+    def first_epoch_s(self) -> float:
+        return self.epochs[0].seconds
+
+    @property
+    def steady_epoch_times_s(self) -> tuple[float, ...]:
+        return self.epoch_times_s[1:]
+
+    @property
+    def mean_epoch_s(self) -> float | None:
+        steady = self.steady_epoch_times_s
+        return sum(steady) / len(steady) if steady else None
+
+    @property
+    def median_epoch_s(self) -> float | None:
+        steady = sorted(self.steady_epoch_times_s)
+        if not steady:
+            return None
+        middle = len(steady) // 2
+        return steady[middle] if len(steady) % 2 else (steady[middle - 1] + steady[middle]) / 2
+
+    @property
+    def images_per_s(self) -> float | None:
+        """Training images per second over the epochs after the first (all workers together)."""
+        steady = self.epochs[1:]
+        if not steady:
+            return None
+        return sum(e.images for e in steady) / sum(e.seconds for e in steady)
+
+    @property
+    def final_loss(self) -> float:
+        return self.epochs[-1].loss
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.epochs[-1].accuracy
+
+    @property
+    def ranks_agree(self) -> bool:
+        return len(set(self.rank_digests)) == 1
+
+    def replace(self, **changes) -> "TrainingResult":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["epochs"] = [dataclasses.asdict(e) for e in self.epochs]
+        data["versions"] = dict(self.versions)
+        data["rank_digests"] = list(self.rank_digests)
+        data["files"] = list(self.files)
+        data["devices"] = list(self.devices)
+        data["summary"] = {
+            "epoch_times_s": list(self.epoch_times_s),
+            "first_epoch_s": self.first_epoch_s,
+            "mean_epoch_s": self.mean_epoch_s,
+            "median_epoch_s": self.median_epoch_s,
+            "images_per_s": self.images_per_s,
+            "final_loss": self.final_loss,
+            "final_accuracy": self.final_accuracy,
+        }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TrainingResult":
+        data = {k: v for k, v in data.items() if k != "summary"}
+        data["epochs"] = tuple(EpochRecord(**e) for e in data["epochs"])
+        data["versions"] = tuple(sorted(data["versions"].items()))
+        for key in ("rank_digests", "files", "devices"):
+            data[key] = tuple(data.get(key, ()))
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True)

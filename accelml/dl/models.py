@@ -1,0 +1,133 @@
+"""The tutorials' models, built with whichever Keras module the strategy runs on.
+
+Every builder takes the Keras module (Keras 3, or ``tf_keras`` where a strategy needs
+legacy Keras), the input shape and the number of classes, and returns an uncompiled
+model whose last layer is a float32 softmax.
+
+>>> import keras
+>>> build_model("mnist_cnn_dropout", keras, (28, 28, 1), 10).count_params()
+1199882
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from accelml.errors import SpecError
+
+
+def fashion_mnist_cnn(keras, input_shape, classes, filters=32, dense=128, dropout=0.3):
+    """The workshop's Fashion-MNIST CNN: two conv/pool blocks, a dense layer, softmax."""
+    layers = keras.layers
+    return keras.Sequential([
+        keras.Input(shape=input_shape),
+        layers.Conv2D(filters, 3, padding="same", activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Conv2D(2 * filters, 3, padding="same", activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Flatten(),
+        layers.Dense(dense, activation="relu"),
+        layers.Dropout(dropout),
+        layers.Dense(classes, activation="softmax", dtype="float32"),
+    ], name="fashion_mnist_cnn")
+
+
+def mnist_cnn(keras, input_shape, classes):
+    """Conv2D 32 5x5 relu, MaxPool 2, Conv2D 64 5x5 relu, MaxPool 2, Flatten, Dense softmax."""
+    layers = keras.layers
+    return keras.Sequential([
+        keras.Input(shape=input_shape),
+        layers.Conv2D(32, 5, activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Conv2D(64, 5, activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Flatten(),
+        layers.Dense(classes, activation="softmax", dtype="float32"),
+    ], name="mnist_cnn")
+
+
+def mnist_cnn_dropout(keras, input_shape, classes):
+    """Conv 32 3x3, Conv 64 3x3, MaxPool, Dropout .25, Flatten, Dense 128, Dropout .5, Dense."""
+    layers = keras.layers
+    return keras.Sequential([
+        keras.Input(shape=input_shape),
+        layers.Conv2D(32, 3, activation="relu"),
+        layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Dropout(0.25),
+        layers.Flatten(),
+        layers.Dense(128, activation="relu"),
+        layers.Dropout(0.5),
+        layers.Dense(classes, activation="softmax", dtype="float32"),
+    ], name="mnist_cnn_dropout")
+
+
+def mlp(keras, input_shape, classes, hidden=(128, 64), dropout=0.0):
+    """Flatten, then Dense relu layers of the given widths, then softmax."""
+    layers = [keras.Input(shape=input_shape), keras.layers.Flatten()]
+    for width in hidden:
+        layers.append(keras.layers.Dense(int(width), activation="relu"))
+        if dropout:
+            layers.append(keras.layers.Dropout(dropout))
+    layers.append(keras.layers.Dense(classes, activation="softmax", dtype="float32"))
+    return keras.Sequential(layers, name="mlp")
+
+
+def small_resnet(keras, input_shape, classes, width=8, blocks=2):
+    """A pre-activation ResNet with BatchNorm, small enough for tests."""
+    layers = keras.layers
+    inputs = keras.Input(shape=input_shape)
+    x = layers.Conv2D(width, 3, padding="same", use_bias=False)(inputs)
+    for stage in range(blocks):
+        channels = width * 2**stage
+        stride = 1 if stage == 0 else 2
+        shortcut = x
+        y = layers.BatchNormalization()(x)
+        y = layers.Activation("relu")(y)
+        if stride != 1 or shortcut.shape[-1] != channels:
+            shortcut = layers.Conv2D(channels, 1, strides=stride, use_bias=False)(y)
+        y = layers.Conv2D(channels, 3, strides=stride, padding="same", use_bias=False)(y)
+        y = layers.BatchNormalization()(y)
+        y = layers.Activation("relu")(y)
+        y = layers.Conv2D(channels, 3, padding="same", use_bias=False)(y)
+        x = layers.Add()([shortcut, y])
+    x = layers.BatchNormalization()(x)
+    x = layers.Activation("relu")(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(classes, activation="softmax", dtype="float32")(x)
+    return keras.Model(inputs, outputs, name="small_resnet")
+
+
+def _application(name: str) -> Callable:
+    def build(keras, input_shape, classes):
+        application = getattr(keras.applications, name)
+        return application(weights=None, input_shape=tuple(input_shape), classes=classes,
+                           classifier_activation="softmax")
+    build.__doc__ = f"keras.applications.{name}(weights=None, input_shape, classes)."
+    return build
+
+
+MODELS: dict[str, Callable] = {
+    "fashion_mnist_cnn": fashion_mnist_cnn,
+    "mnist_cnn": mnist_cnn,
+    "mnist_cnn_dropout": mnist_cnn_dropout,
+    "mlp": mlp,
+    "small_resnet": small_resnet,
+    "resnet50v2": _application("ResNet50V2"),
+    "resnet152v2": _application("ResNet152V2"),
+}
+
+
+def build_model(name: str, keras, input_shape, classes: int, **options):
+    """Build model ``name`` (one of :data:`MODELS`) with ``keras`` for ``input_shape``."""
+    try:
+        builder = MODELS[name]
+    except KeyError:
+        raise SpecError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
+    try:
+        return builder(keras, tuple(input_shape), int(classes), **options)
+    except TypeError as error:
+        raise SpecError(f"model {name!r}: bad model_options {options}: {error}") from None
+    except ValueError as error:
+        raise SpecError(f"model {name!r} cannot take input shape {tuple(input_shape)}: "
+                        f"{str(error).splitlines()[0]}") from None

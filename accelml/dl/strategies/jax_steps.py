@@ -1,0 +1,276 @@
+"""``jax-dataparallel`` and ``jax-pmean``: Keras 3 on JAX, with an input path that keeps devices fed.
+
+For machines with JAX but no TensorFlow: nothing here imports TensorFlow (unless TensorBoard
+logs are asked for). ``model.fit`` on JAX feeds each batch from the host and scales poorly
+over several GPUs, so training runs as a stateless jitted step
+(``model.stateless_call`` + ``optimizer.stateless_apply``) over data that already lives on the
+devices: the uint8 training images are split once into one block per device; each step every
+device takes its batch from its own block by a per-epoch permutation, converts it to float
+(and resizes, e.g. CIFAR-10 to 128x128) inside the compiled step.
+
+``jax-dataparallel``: ``keras.distribution.DataParallel`` over the devices; one jitted program
+over the global batch sharded along its first axis. XLA inserts the gradient all-reduce;
+BatchNorm statistics are computed over the global batch.
+
+``jax-pmean``: the step runs per device under ``jax.shard_map``; one ``lax.pmean`` averages the
+gradients together with the BatchNorm moving averages (Horovod semantics: batch statistics
+are per device). Dropout draws the same masks on every device (the seed state is replicated).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from accelml.dl.common import (Clock, EpochLog, files_under, learning_rate_value,
+                               make_learning_rate, make_optimizer, require_tensorboard, versions,
+                               weights_digest)
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.dl.data import ImageData
+from accelml.dl.models import build_model
+from accelml.dl.pipelines import steps_per_epoch
+from accelml.errors import SpecError, UnavailableError
+
+
+def _devices(jax, config: TrainingConfig):
+    platform = "gpu" if config.device == "gpu" else "cpu"
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError as error:
+        raise UnavailableError(f"JAX has no {platform} devices: {error}") from None
+    if len(devices) < config.workers:
+        hint = (" (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N; "
+                "accelml.dl.launch sets it)" if platform == "cpu" else "")
+        raise UnavailableError(f"{config.workers} {platform} devices asked for, JAX sees "
+                               f"{len(devices)}{hint}")
+    return devices[:config.workers]
+
+
+def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
+    clock = Clock()
+    require_tensorboard(config)
+    if config.precision == "mixed_float16":
+        raise SpecError("jax strategies take precision 'mixed_bfloat16' or 'float32', "
+                        "not 'mixed_float16' (no loss scaling in the stateless step)")
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as error:
+        raise UnavailableError(f"jax does not import: {error}") from None
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise UnavailableError(f"Keras runs on {keras.backend.backend()}; set KERAS_BACKEND=jax "
+                               "(accelml.dl.launch does)")
+    devices = _devices(jax, config)
+    workers = len(devices)
+    mesh = Mesh(np.array(devices), ("batch",))
+    replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
+    per_device = config.strategy == "jax-pmean"
+    keras.distribution.set_distribution(
+        None if per_device else keras.distribution.DataParallel(devices=devices))
+    keras.mixed_precision.set_global_policy(config.precision)
+    keras.utils.set_random_seed(config.seed)
+
+    image_size = config.image_size if data.name != "generated" else None
+    channels = data.image_shape[2]
+    shape = (image_size, image_size, channels) if image_size else data.image_shape
+    model = build_model(config.model, keras, shape, data.classes, **dict(config.model_options))
+    batch = config.batch_size
+    steps = steps_per_epoch(len(data.x_train), workers, batch, config.steps_per_epoch)
+    learning_rate = make_learning_rate(keras, keras.ops, config, steps)
+    optimizer = make_optimizer(keras, config, learning_rate)
+    optimizer.build(model.trainable_variables)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy()
+
+    block = len(data.x_train) // workers
+    x_blocks = np.stack([data.x_train[i::workers][:block] for i in range(workers)])
+    y_blocks = np.stack([data.y_train[i::workers][:block] for i in range(workers)])
+    x_dev = jax.device_put(x_blocks, split)
+    y_dev = jax.device_put(y_blocks.astype(np.int32), split)
+
+    def preprocess(images):
+        images = images.astype(jnp.float32) / 255.0
+        if image_size:
+            images = jax.image.resize(images, (images.shape[0], image_size, image_size,
+                                               images.shape[3]), "bilinear")
+        return images
+
+    def take_batch(x_block, y_block, order, step):
+        index = jax.lax.dynamic_slice_in_dim(order, step * batch, batch)
+        return jnp.take(x_block, index, axis=0), jnp.take(y_block, index, axis=0)
+
+    def gradients(trainable, non_trainable, images, labels):
+        def loss_of(trainable, non_trainable):
+            predictions, non_trainable = model.stateless_call(trainable, non_trainable, images,
+                                                              training=True)
+            return loss_fn(labels, predictions), (predictions, non_trainable)
+        return jax.value_and_grad(loss_of, has_aux=True)(trainable, non_trainable)
+
+    def totals_of(loss, predictions, labels):
+        hits = jnp.sum(jnp.argmax(predictions, -1) == labels).astype(jnp.float32)
+        count = jnp.float32(labels.shape[0])
+        return jnp.stack([loss.astype(jnp.float32) * count, hits, count])
+
+    floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
+
+    if per_device:
+        def device_step(state, x_block, y_block, order, step):
+            trainable, non_trainable, optimizer_vars = state
+            images, labels = take_batch(x_block[0], y_block[0], order[0], step)
+            (loss, (predictions, non_trainable)), grads = gradients(
+                trainable, non_trainable, preprocess(images), labels)
+            moving = [v for v, f in zip(non_trainable, floating) if f]
+            grads, moving = jax.lax.pmean((grads, moving), "batch")
+            moving = iter(moving)
+            non_trainable = [next(moving) if f else v for v, f in zip(non_trainable, floating)]
+            trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads,
+                                                                  trainable)
+            totals = jax.lax.psum(totals_of(loss, predictions, labels), "batch")
+            return (trainable, non_trainable, optimizer_vars), totals
+
+        step_fn = jax.jit(jax.shard_map(
+            device_step, mesh=mesh, in_specs=(P(), P("batch"), P("batch"), P("batch"), P()),
+            out_specs=(P(), P()), check_vma=False), donate_argnums=0)
+    else:
+        gather = jax.jit(jax.shard_map(
+            lambda x, y, order, step: take_batch(x[0], y[0], order[0], step),
+            mesh=mesh, in_specs=(P("batch"), P("batch"), P("batch"), P()),
+            out_specs=(P("batch"), P("batch")), check_vma=False))
+
+        def global_step(state, images, labels):
+            trainable, non_trainable, optimizer_vars = state
+            (loss, (predictions, non_trainable)), grads = gradients(
+                trainable, non_trainable, preprocess(images), labels)
+            trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads,
+                                                                  trainable)
+            return (trainable, non_trainable, optimizer_vars), totals_of(loss, predictions,
+                                                                         labels)
+
+        jitted = jax.jit(global_step, donate_argnums=0)
+
+        def step_fn(state, x, y, order, step):
+            return jitted(state, *gather(x, y, order, step))
+
+    state = jax.device_put(([v.value for v in model.trainable_variables],
+                            [v.value for v in model.non_trainable_variables],
+                            [v.value for v in optimizer.variables]), replicated)
+    writes = config.output_dir is not None
+    log = EpochLog(config.output_dir if writes else None)
+    summaries = _summary_writer(config) if writes and config.tensorboard else None
+    step_numbers = [jax.device_put(np.int32(s), replicated) for s in range(steps)]
+    rng = np.random.default_rng(config.seed)
+    setup_s = clock.seconds()
+
+    records = []
+    for epoch in range(config.epochs):
+        clock = Clock()
+        order = np.stack([rng.permutation(block) if config.shuffle else np.arange(block)
+                          for _ in range(workers)]).astype(np.int32)
+        order = jax.device_put(order, split)
+        totals = jnp.zeros(3, jnp.float32)
+        for step in range(steps):
+            state, step_totals = step_fn(state, x_dev, y_dev, order, step_numbers[step])
+            totals = totals + step_totals
+        jax.block_until_ready(state)
+        totals = np.asarray(totals)
+        record = EpochRecord(epoch, clock.seconds(), float(totals[0] / totals[2]),
+                             float(totals[1] / totals[2]),
+                             learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
+                             int(totals[2]))
+        records.append(record)
+        if writes:
+            _store(model, optimizer, state)
+            if config.checkpoints:
+                directory = os.path.join(config.output_dir, "checkpoints")
+                os.makedirs(directory, exist_ok=True)
+                model.save_weights(os.path.join(directory,
+                                                f"epoch-{epoch + 1:03d}.weights.h5"))
+            if summaries is not None:
+                summaries(record)
+            log.write(record)
+        if config.verbose:
+            print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
+                  f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
+
+    _store(model, optimizer, state)
+    test_loss = test_accuracy = None
+    if len(data.x_test):
+        test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, state, data, preprocess,
+                                             config.global_batch_size)
+    if writes and config.save_model:
+        model.save(os.path.join(config.output_dir, "model.keras"))
+    digests = _device_digests(model, state, devices)
+    return TrainingResult(
+        strategy=config.strategy, model=config.model, dataset=data.name, workers=workers,
+        batch_per_worker=batch, global_batch=batch * workers,
+        learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
+        train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
+        epochs=tuple(records), test_loss=test_loss, test_accuracy=test_accuracy,
+        weights_digest=digests[0], rank_digests=digests, setup_s=setup_s, data_s=0.0,
+        backend="jax", versions=versions("jax", "jaxlib"),
+        files=files_under(config.output_dir) if writes else (),
+        devices=tuple(str(d) for d in devices))
+
+
+def _store(model, optimizer, state) -> None:
+    trainable, non_trainable, optimizer_vars = state
+    for variables, values in ((model.trainable_variables, trainable),
+                              (model.non_trainable_variables, non_trainable),
+                              (optimizer.variables, optimizer_vars)):
+        for variable, value in zip(variables, values):
+            variable.assign(value)
+
+
+def _evaluate(jax, jnp, model, loss_fn, state, data, preprocess, batch_size):
+    trainable, non_trainable, _ = state
+
+    @jax.jit
+    def evaluate(images, labels):
+        predictions, _ = model.stateless_call(trainable, non_trainable, preprocess(images),
+                                              training=False)
+        hits = jnp.sum(jnp.argmax(predictions, -1) == labels)
+        return loss_fn(labels, predictions) * labels.shape[0], hits
+
+    loss = hits = 0.0
+    for start in range(0, len(data.x_test), batch_size):
+        part_loss, part_hits = evaluate(data.x_test[start:start + batch_size],
+                                        data.y_test[start:start + batch_size].astype(np.int32))
+        loss, hits = loss + float(part_loss), hits + float(part_hits)
+    return loss / len(data.x_test), hits / len(data.x_test)
+
+
+def _device_digests(model, state, devices) -> tuple[str, ...]:
+    """One digest per device, over that device's own copy of every weight."""
+    trainable, non_trainable, _ = state
+    by_id = {id(v): a for v, a in zip(model.trainable_variables, trainable)}
+    by_id.update({id(v): a for v, a in zip(model.non_trainable_variables, non_trainable)})
+    digests = []
+    for device in devices:
+        arrays = []
+        for weight in model.weights:
+            value = by_id[id(weight)]
+            copy = [s.data for s in value.addressable_shards if s.device == device]
+            arrays.append(np.asarray(copy[0] if copy else value))
+        digests.append(weights_digest(arrays))
+    return tuple(digests)
+
+
+def _summary_writer(config: TrainingConfig):
+    try:
+        import tensorflow as tf
+    except ImportError as error:
+        raise UnavailableError(f"TensorBoard logs from the jax strategies need TensorFlow "
+                               f"for tf.summary ({error}); set tensorboard = false") from None
+    writer = tf.summary.create_file_writer(os.path.join(config.output_dir, "tensorboard"))
+
+    def write(record: EpochRecord) -> None:
+        with writer.as_default(step=record.epoch):
+            tf.summary.scalar("epoch_loss", record.loss)
+            tf.summary.scalar("epoch_accuracy", record.accuracy)
+            tf.summary.scalar("learning_rate", record.learning_rate)
+        writer.flush()
+
+    return write

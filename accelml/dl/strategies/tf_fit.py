@@ -1,0 +1,212 @@
+"""``single``, ``mirrored`` and ``multiworker``: ``model.fit`` under a tf.distribute strategy.
+
+``single`` and ``mirrored`` run Keras 3 on TensorFlow. ``multiworker`` runs on ``tf_keras``
+(``TF_USE_LEGACY_KERAS=1``, set by the launcher): MultiWorkerMirroredStrategy with Keras 3's
+``fit`` fails (tensorflow/tensorflow#72388). Its cluster comes from ``TF_CONFIG``
+(``launch(..., launcher="local-processes")``) or, inside a SLURM job step, from
+``SlurmClusterResolver``. The dataset is batched with the global batch; tf.distribute splits
+every batch across the replicas and averages the gradients; BatchNorm moving statistics
+(per replica under Keras 3) are averaged across replicas at the end of every epoch, so all
+replicas hold one model. Checkpoints, TensorBoard and the
+CSV log come from the chief only (non-chief workers of ``multiworker`` write to temporary
+directories that are removed, as tf.distribute requires).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from accelml.dl.common import (Clock, EpochLog, files_under, learning_rate_value,
+                               make_learning_rate, make_optimizer, require_tensorboard, versions,
+                               weights_digest)
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.dl.data import ImageData
+from accelml.dl.models import build_model
+from accelml.dl.pipelines import steps_per_epoch, evaluation_dataset, train_dataset
+from accelml.dl.strategies import tf_devices
+from accelml.errors import UnavailableError
+
+
+def _slurm_step() -> bool:
+    return bool(os.environ.get("SLURM_STEP_ID")) and bool(os.environ.get("SLURM_PROCID"))
+
+
+def _tasks_per_node() -> int:
+    """The most tasks of this job step on one node (``SLURM_STEP_TASKS_PER_NODE``: '2(x3),1')."""
+    layout = (os.environ.get("SLURM_STEP_TASKS_PER_NODE") or os.environ.get("SLURM_TASKS_PER_NODE")
+              or "1")
+    return max(int(part.split("(")[0]) for part in layout.split(","))
+
+
+def _multiworker_strategy(tf, config: TrainingConfig):
+    if _slurm_step():
+        tasks_per_node = _tasks_per_node()
+        if config.device == "gpu":
+            resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+                gpus_per_node=tasks_per_node, gpus_per_task=1)
+        else:
+            resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+                gpus_per_node=tasks_per_node, gpus_per_task=1, auto_set_gpu=False)
+    elif os.environ.get("TF_CONFIG"):
+        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    else:
+        raise UnavailableError("strategy 'multiworker' needs TF_CONFIG or a SLURM job step "
+                               "(start it with accelml.dl.launch)")
+    return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+
+
+def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
+    clock = Clock()
+    require_tensorboard(config)
+    import tensorflow as tf
+
+    legacy = config.strategy == "multiworker"
+    processes = 1
+    if legacy:
+        task = 0
+        if _slurm_step():
+            task = int(os.environ["SLURM_PROCID"])
+            processes = _tasks_per_node()
+        elif os.environ.get("TF_CONFIG"):
+            import json
+
+            task = int(json.loads(os.environ["TF_CONFIG"])["task"]["index"])
+            processes = config.workers
+        local_index = int(os.environ.get("SLURM_LOCALID", "0")) if _slurm_step() else task
+        devices = tf_devices.configure(tf, config.device, gpu_index=local_index,
+                                       processes_per_host=processes)
+        strategy = _multiworker_strategy(tf, config)
+        import tf_keras as keras
+
+        ops = tf
+        rank = task
+    else:
+        devices = tf_devices.configure(
+            tf, config.device, gpus_wanted=config.workers,
+            logical_cpus=config.workers if config.strategy == "mirrored" else 0)
+        strategy = (tf.distribute.MirroredStrategy(devices) if config.strategy == "mirrored"
+                    else tf.distribute.get_strategy())
+        import keras
+
+        ops = keras.ops
+        rank = 0
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    if strategy.num_replicas_in_sync != config.workers:
+        raise UnavailableError(f"{config.strategy} has {strategy.num_replicas_in_sync} "
+                               f"replica(s), the case asks for {config.workers}")
+    tf_devices.set_precision(keras, config.precision)
+    keras.utils.set_random_seed(config.seed)
+
+    image_size = config.image_size if data.name != "generated" else None
+    shape = ((image_size, image_size, data.image_shape[2]) if image_size else data.image_shape)
+    steps = steps_per_epoch(len(data.x_train), config.workers, config.batch_size,
+                            config.steps_per_epoch)
+    with strategy.scope():
+        model = build_model(config.model, keras, shape, data.classes,
+                            **dict(config.model_options))
+        learning_rate = make_learning_rate(keras, ops, config, steps)
+        model.compile(optimizer=make_optimizer(keras, config, learning_rate),
+                      loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    train_data = train_dataset(tf, data.x_train, data.y_train,
+                               batch_size=config.global_batch_size, steps=steps,
+                               shuffle=config.shuffle, seed=config.seed, cache=config.cache,
+                               cache_dir=config.cache_dir and os.path.join(config.cache_dir,
+                                                                           f"worker-{rank}"),
+                               image_size=image_size, repeat=True)
+    if legacy:
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA)
+        train_data = train_data.with_options(options)
+
+    chief = rank == 0
+    writes = config.output_dir is not None
+    scratch = None
+    if writes and not chief:
+        scratch = tempfile.mkdtemp(prefix=f"accelml-worker{rank}-")
+    out_dir = config.output_dir if chief else scratch
+    records: list[EpochRecord] = []
+    log = EpochLog(out_dir if writes and chief else None)
+
+    class EpochTimer(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.clock = Clock()
+
+        def on_epoch_end(self, epoch, logs=None):
+            record = EpochRecord(epoch, self.clock.seconds(), float(logs["loss"]),
+                                 float(logs["accuracy"]),
+                                 learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
+                                 steps * config.global_batch_size)
+            records.append(record)
+            log.write(record)
+
+    class AverageMovingStatistics(keras.callbacks.Callback):
+        """Keras 3 BatchNorm under MirroredStrategy updates each replica's moving statistics
+        on its own (aggregation NONE), so the replicas drift apart; average them each epoch."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            for weight in model.non_trainable_weights:
+                copies = getattr(weight.value, "values", None)
+                if copies and len(copies) > 1 and weight.dtype.startswith("float"):
+                    mean = tf.add_n([tf.convert_to_tensor(c) for c in copies]) / len(copies)
+                    for copy in copies:
+                        copy.assign(mean)
+
+    callbacks = [AverageMovingStatistics(), EpochTimer()] if not legacy else [EpochTimer()]
+    if writes and config.checkpoints:
+        os.makedirs(os.path.join(out_dir, "checkpoints"), exist_ok=True)
+        callbacks.append(keras.callbacks.ModelCheckpoint(
+            os.path.join(out_dir, "checkpoints", "epoch-{epoch:03d}.weights.h5"),
+            save_weights_only=True))
+    if writes and config.tensorboard:
+        callbacks.append(keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"),
+                                                     histogram_freq=config.histogram_freq))
+    setup_s = clock.seconds()
+    model.fit(train_data, epochs=config.epochs, steps_per_epoch=steps, callbacks=callbacks,
+              verbose=2 if config.verbose else 0)
+
+    test_loss = test_accuracy = None
+    if len(data.x_test):
+        test_data = evaluation_dataset(tf, data.x_test, data.y_test,
+                                 batch_size=config.global_batch_size, image_size=image_size)
+        if legacy:
+            test_data = test_data.with_options(options)
+        test_loss, test_accuracy = (float(v) for v in model.evaluate(test_data, verbose=0))
+    if writes and config.save_model:
+        model.save(os.path.join(out_dir, "model.keras"))
+    digests = _replica_digests(model, strategy) if config.strategy == "mirrored" else ()
+    digest = weights_digest(model.get_weights())
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return TrainingResult(
+        strategy=config.strategy, model=config.model, dataset=data.name,
+        workers=config.workers, batch_per_worker=config.batch_size,
+        global_batch=config.global_batch_size, learning_rate=config.scaled_learning_rate,
+        parameters=int(model.count_params()), train_samples=len(data.x_train),
+        test_samples=len(data.x_test), steps_per_epoch=steps, epochs=tuple(records),
+        test_loss=test_loss, test_accuracy=test_accuracy, weights_digest=digest,
+        rank_digests=digests or (digest,), setup_s=setup_s, data_s=0.0,
+        backend="tensorflow (tf_keras)" if legacy else "tensorflow",
+        versions=versions("tensorflow", "tf_keras") if legacy else versions("tensorflow"),
+        files=files_under(config.output_dir) if writes and chief else (),
+        devices=tuple(devices), rank=rank)
+
+
+def _replica_digests(model, strategy) -> tuple[str, ...]:
+    """One digest per device: the copy of every mirrored weight that lives on that replica.
+
+    Sync-on-read variables (BatchNorm moving statistics) are per replica by design and
+    read as their mean; they enter every replica's digest as that mean.
+    """
+    per_replica = [[] for _ in range(strategy.num_replicas_in_sync)]
+    for weight in model.weights:
+        copies = getattr(weight.value, "values", None)
+        if copies is None or len(copies) != len(per_replica):
+            return ()
+        sync_on_read = type(weight.value).__name__.startswith("SyncOnRead")
+        for replica, copy in enumerate(copies):
+            per_replica[replica].append(weight.numpy() if sync_on_read else copy.numpy())
+    return tuple(weights_digest(arrays) for arrays in per_replica)

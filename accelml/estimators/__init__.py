@@ -1,0 +1,83 @@
+"""One estimator interface over scikit-learn, scikit-learn-intelex and XGBoost.
+
+The same algorithm, the same parameters, a different backend, and a real scikit-learn
+estimator every time (``clone``, ``get_params``, ``Pipeline``, ``GridSearchCV``):
+
+>>> import numpy as np
+>>> from sklearn.base import clone
+>>> from accelml.estimators import Estimator, algorithms, task_of
+>>> X = np.random.default_rng(0).normal(size=(300, 4))
+>>> y = (X[:, 0] + X[:, 1] > 0).astype(int)
+>>> stock = Estimator("logistic_regression", C=0.5).fit(X, y)
+>>> fast = clone(stock).set_params(backend="sklearnex").fit(X, y)
+>>> bool((stock.predict(X) == fast.predict(X)).mean() > 0.99), fast.fallbacks_
+(True, ())
+>>> task_of("kmeans"), [a.backends for a in algorithms() if a.name == "gradient_boosting_classifier"][0]
+('clustering', ('sklearn', 'xgboost'))
+
+Unknown names fail at once with one line listing the choices (``AccelmlError``); a backend
+or device this machine cannot run fails on ``fit`` (or ``check_available()``) with
+``UnavailableError`` naming what is missing:
+
+>>> from accelml.errors import AccelmlError
+>>> try:
+...     Estimator("kmeans", backend="sklearnx")
+... except AccelmlError as error:
+...     print(str(error).split(";")[0])
+unknown backend 'sklearnx' (did you mean 'sklearnex'?)
+
+Layout (``accelml/estimators/``):
+
+- ``_algorithms.py``: the algorithm table. A new algorithm is one ``Algorithm(...)`` entry
+  (task, methods, accelml parameters with defaults) plus one ``Implementation`` in each
+  backend module that has it.
+- ``_registry.py``: ``Backend``, ``Implementation`` and the translation rules ``Same``,
+  ``Rename``, ``Convert``, ``Unsupported`` (a value the backend cannot honour is an error,
+  the default is the documented mapping). :func:`parameter_table` prints any algorithm's table.
+- ``_estimator.py``: :class:`Estimator`.
+- one public module per backend: ``sklearn.py``, ``sklearnex.py``, ``xgboost.py``.
+
+Adding a backend: write ``accelml/estimators/<name>.py`` defining ``BACKEND = Backend(name=
+"<name>", devices=(...), probe=..., implementations={algorithm: Implementation(
+"module:Class", {param: rule, ...})})`` -- one rule for every parameter of each algorithm
+it implements. Backends are found by file name (every module here whose name does not start
+with ``_``) and imported only when first used, so the module must import its library inside
+functions (``Implementation`` takes the class as a 'module:Class' string for that reason).
+``Backend.trace`` (optional) reports which code path each call ran; ``Backend.missing``
+says why an algorithm is absent. The ``keras`` backend registers itself this way, by
+existing as ``accelml/estimators/keras.py``.
+
+For timing: :func:`device_sync` makes sure device work behind a result has finished; every
+backend here returns host NumPy arrays from predict (XGBoost on CUDA copies predictions to
+the host, which is the sync), and ``fit`` returns after the device finished training.
+"""
+
+from ._algorithms import ALGORITHMS, Algorithm, Param
+from ._estimator import Estimator, device_sync
+from ._registry import (
+    AlgorithmInfo,
+    Backend,
+    Convert,
+    ExecutionPath,
+    Implementation,
+    InvalidChoiceError,
+    Rename,
+    Same,
+    TranslationRow,
+    Unsupported,
+    algorithms,
+    backend_availability,
+    backend_modules,
+    get_algorithm,
+    get_backend,
+    parameter_table,
+    same,
+    task_of,
+)
+
+__all__ = [
+    "ALGORITHMS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator", "ExecutionPath",
+    "Implementation", "InvalidChoiceError", "Param", "Rename", "Same", "TranslationRow", "Unsupported", "algorithms",
+    "backend_availability", "backend_modules", "device_sync", "get_algorithm", "get_backend",
+    "parameter_table", "same", "task_of",
+]

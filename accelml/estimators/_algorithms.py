@@ -1,0 +1,227 @@
+"""The algorithms accelml knows: their task, their methods and their accelml-level parameters.
+
+Each algorithm is one :class:`Algorithm` entry in :data:`ALGORITHMS`. Its parameters are the
+accelml names with their defaults; how each one reaches a library is said by the backend
+modules (``accelml/estimators/<backend>.py``), one translation rule per parameter.
+
+The defaults are scikit-learn's, except where a fair comparison needs one setting on every
+backend (``gradient_boosting_*``: ``early_stopping=False``, so both libraries build the same
+number of trees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+Task = Literal["classification", "regression", "clustering", "decomposition"]
+
+#: The scikit-learn estimator type of each task (what ``is_classifier`` and scoring look at).
+ESTIMATOR_TYPE: Mapping[str, str] = MappingProxyType({
+    "classification": "classifier",
+    "regression": "regressor",
+    "clustering": "clusterer",
+    "decomposition": "transformer",
+})
+
+
+@dataclass(frozen=True)
+class Param:
+    """One accelml parameter: its name, default and what it means."""
+
+    name: str
+    default: Any
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm: its task, the methods it offers on every backend, its parameters."""
+
+    name: str
+    task: Task
+    methods: tuple[str, ...]
+    params: tuple[Param, ...]
+    doc: str = ""
+
+    @property
+    def estimator_type(self) -> str:
+        return ESTIMATOR_TYPE[self.task]
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {param.name: param.default for param in self.params}
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(param.name for param in self.params)
+
+
+_CLASSIFIER = ("predict", "predict_proba", "score")
+_REGRESSOR = ("predict", "score")
+
+_N_JOBS = Param("n_jobs", None, "threads/processes the library may use (None: library default)")
+_RANDOM_STATE = Param("random_state", None, "seed")
+
+
+def _gradient_boosting(task: Task) -> Algorithm:
+    return Algorithm(
+        f"gradient_boosting_{'classifier' if task == 'classification' else 'regressor'}",
+        task,
+        _CLASSIFIER if task == "classification" else _REGRESSOR,
+        (
+            Param("n_estimators", 100, "boosting rounds (trees per class)"),
+            Param("learning_rate", 0.1, "shrinkage"),
+            Param("max_depth", None, "depth limit (None: unlimited, leaves limited by max_leaf_nodes)"),
+            Param("max_leaf_nodes", 31, "leaves per tree (leaf-wise growth)"),
+            Param("min_samples_leaf", 20, "smallest leaf"),
+            Param("l2_regularization", 0.0, "L2 penalty on leaf values"),
+            Param("max_bins", 255, "histogram bins per feature"),
+            Param("early_stopping", False, "stop on a held-out split (off: same trees on every backend)"),
+            _RANDOM_STATE,
+            _N_JOBS,
+        ),
+        "histogram gradient boosting (scikit-learn HistGradientBoosting* vs XGBoost hist)",
+    )
+
+
+def _random_forest(task: Task) -> Algorithm:
+    classifier = task == "classification"
+    return Algorithm(
+        f"random_forest_{'classifier' if classifier else 'regressor'}",
+        task,
+        _CLASSIFIER if classifier else _REGRESSOR,
+        (
+            Param("n_estimators", 100, "trees"),
+            Param("criterion", "gini" if classifier else "squared_error", "split quality"),
+            Param("max_depth", None, "depth limit"),
+            Param("min_samples_split", 2, "smallest node that is split"),
+            Param("min_samples_leaf", 1, "smallest leaf"),
+            Param("max_features", "sqrt" if classifier else 1.0, "features tried per split"),
+            Param("bootstrap", True, "sample rows with replacement"),
+            Param("max_samples", None, "rows per tree when bootstrapping"),
+            *((Param("class_weight", None, "class weights"),) if classifier else ()),
+            _RANDOM_STATE,
+            _N_JOBS,
+        ),
+    )
+
+
+def _knn(task: Task) -> Algorithm:
+    classifier = task == "classification"
+    return Algorithm(
+        f"knn_{'classifier' if classifier else 'regressor'}",
+        task,
+        _CLASSIFIER if classifier else _REGRESSOR,
+        (
+            Param("n_neighbors", 5, "neighbours voting"),
+            Param("weights", "uniform", "'uniform' or 'distance'"),
+            Param("neighbor_search", "auto", "'auto', 'ball_tree', 'kd_tree' or 'brute' (sklearn's algorithm=)"),
+            Param("leaf_size", 30, "tree leaf size"),
+            Param("p", 2, "Minkowski power"),
+            Param("metric", "minkowski", "distance"),
+            _N_JOBS,
+        ),
+    )
+
+
+_TABLE = (
+    Algorithm(
+        "kmeans", "clustering", ("predict", "transform", "fit_predict", "fit_transform", "score"),
+        (
+            Param("n_clusters", 8, "clusters"),
+            Param("init", "k-means++", "'k-means++' or 'random'"),
+            Param("n_init", "auto", "restarts"),
+            Param("max_iter", 300, "Lloyd iterations"),
+            Param("tol", 1e-4, "convergence tolerance"),
+            Param("variant", "lloyd", "'lloyd' or 'elkan' (sklearn's algorithm=)"),
+            Param("copy_x", True, "leave X untouched"),
+            _RANDOM_STATE,
+        ),
+    ),
+    Algorithm(
+        "dbscan", "clustering", ("fit_predict",),
+        (
+            Param("eps", 0.5, "neighbourhood radius"),
+            Param("min_samples", 5, "core point neighbours"),
+            Param("metric", "euclidean", "distance"),
+            Param("neighbor_search", "auto", "'auto', 'ball_tree', 'kd_tree' or 'brute' (sklearn's algorithm=)"),
+            Param("leaf_size", 30, "tree leaf size"),
+            Param("p", None, "Minkowski power"),
+            _N_JOBS,
+        ),
+    ),
+    Algorithm(
+        "pca", "decomposition", ("transform", "fit_transform", "inverse_transform", "score"),
+        (
+            Param("n_components", None, "components kept"),
+            Param("whiten", False, "scale components to unit variance"),
+            Param("svd_solver", "auto", "'auto', 'full', 'covariance_eigh', 'arpack', 'randomized'"),
+            Param("tol", 0.0, "arpack tolerance"),
+            Param("iterated_power", "auto", "randomized power iterations"),
+            Param("copy", True, "leave X untouched"),
+            _RANDOM_STATE,
+        ),
+    ),
+    Algorithm(
+        "linear_regression", "regression", _REGRESSOR,
+        (
+            Param("fit_intercept", True, "fit an intercept"),
+            Param("positive", False, "force positive coefficients"),
+            Param("copy_X", True, "leave X untouched"),
+            _N_JOBS,
+        ),
+    ),
+    Algorithm(
+        "ridge", "regression", _REGRESSOR,
+        (
+            Param("alpha", 1.0, "L2 penalty"),
+            Param("fit_intercept", True, "fit an intercept"),
+            Param("solver", "auto", "solver"),
+            Param("max_iter", None, "iterative solver limit"),
+            Param("tol", 1e-4, "iterative solver tolerance"),
+            Param("positive", False, "force positive coefficients"),
+            Param("copy_X", True, "leave X untouched"),
+            _RANDOM_STATE,
+        ),
+    ),
+    Algorithm(
+        "logistic_regression", "classification", ("predict", "predict_proba", "decision_function", "score"),
+        (
+            Param("C", 1.0, "inverse regularisation strength"),
+            Param("l1_ratio", 0.0, "elastic-net mix (0: L2, 1: L1)"),
+            Param("solver", "lbfgs", "solver"),
+            Param("max_iter", 100, "solver iterations"),
+            Param("tol", 1e-4, "solver tolerance"),
+            Param("fit_intercept", True, "fit an intercept"),
+            Param("class_weight", None, "class weights"),
+            _RANDOM_STATE,
+        ),
+    ),
+    Algorithm(
+        "svc", "classification", ("predict", "decision_function", "score"),
+        (
+            Param("C", 1.0, "penalty"),
+            Param("kernel", "rbf", "kernel"),
+            Param("degree", 3, "polynomial degree"),
+            Param("gamma", "scale", "kernel coefficient"),
+            Param("coef0", 0.0, "kernel constant"),
+            Param("tol", 1e-3, "stopping tolerance"),
+            Param("max_iter", -1, "solver limit (-1: none)"),
+            Param("cache_size", 200, "kernel cache (MB)"),
+            Param("class_weight", None, "class weights"),
+            _RANDOM_STATE,
+        ),
+    ),
+    _knn("classification"),
+    _knn("regression"),
+    _random_forest("classification"),
+    _random_forest("regression"),
+    _gradient_boosting("classification"),
+    _gradient_boosting("regression"),
+)
+
+#: Every algorithm by name. A new algorithm is one more entry here plus one
+#: :class:`~accelml.estimators._registry.Implementation` per backend module that has it.
+ALGORITHMS: Mapping[str, Algorithm] = MappingProxyType({algorithm.name: algorithm for algorithm in _TABLE})

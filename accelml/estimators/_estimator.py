@@ -1,0 +1,357 @@
+"""The one estimator class: ``Estimator(algorithm, backend, device, **params)``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from contextlib import nullcontext
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import ClassifierTags, RegressorTags, TransformerTags, get_tags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from accelml.errors import AccelmlError
+
+from ._registry import (
+    ExecutionPath,
+    InvalidChoiceError,
+    _equal,
+    _one_line_choices,
+    check_device,
+    get_algorithm,
+    get_implementation,
+    translate,
+)
+
+_OWN = ("algorithm", "backend", "device")
+
+
+def _offered(method: str):
+    """available_if check: the algorithm offers ``method`` (and the fitted library object has it)."""
+
+    def check(self: "Estimator") -> bool:
+        if method not in get_algorithm(self.algorithm).methods:
+            return False
+        inner = self.__dict__.get("estimator_")
+        return inner is None or hasattr(inner, method)
+
+    return check
+
+
+class _library_fit_signature:
+    """Method descriptor: ``fit`` shows ``sample_weight`` only if the library's ``fit`` has it."""
+
+    def __init__(self, function):
+        self.function = function
+        functools.update_wrapper(self, function)
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self.function
+        function = self.function
+
+        @functools.wraps(function)
+        def fit(*args, **kwargs):
+            return function(instance, *args, **kwargs)
+
+        own = inspect.signature(function)
+        parameters = [p for name, p in own.parameters.items() if name != "self"]
+        if not _library_takes_sample_weight(instance):
+            parameters = [p for p in parameters if p.name != "sample_weight"]
+        fit.__signature__ = own.replace(parameters=parameters)
+        del fit.__wrapped__
+        return fit
+
+
+def _library_takes_sample_weight(estimator: "Estimator") -> bool:
+    try:
+        _, _, implementation = get_implementation(estimator.algorithm, estimator.backend)
+        library_fit = implementation.estimator_class().fit
+    except (ImportError, AccelmlError):
+        return True
+    return "sample_weight" in inspect.signature(library_fit).parameters
+
+
+def _single_column(y) -> bool:
+    shape = np.shape(y)
+    return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
+
+
+class Estimator(BaseEstimator):
+    """One algorithm on one backend and device, as a scikit-learn estimator.
+
+    ``algorithm``: a name from :func:`accelml.estimators.algorithms`; ``backend``: 'sklearn',
+    'sklearnex', 'xgboost' (or any backend module); ``device``: one the backend declares;
+    ``params``: the algorithm's accelml parameters (see
+    :func:`accelml.estimators.parameter_table`), translated to the library at fit time.
+
+    Names are checked when the estimator is built or ``set_params`` is called, so a typo fails
+    at once (:class:`~accelml.errors.AccelmlError` listing the choices); whether the backend and
+    device can run on this machine is checked on the first ``fit``
+    (:class:`~accelml.errors.UnavailableError` saying what is missing), or by
+    :meth:`check_available`.
+
+    After ``fit``: ``estimator_`` is the fitted library object, its fitted attributes
+    (``coef_``, ``cluster_centers_``, ``labels_``, ...) are readable here too,
+    ``execution_paths_`` lists what each library call ran (sklearnex only: 'accelerated',
+    'fallback' or 'note') and ``fallbacks_`` the calls that fell back to stock scikit-learn.
+
+    >>> import numpy as np
+    >>> from accelml.estimators import Estimator
+    >>> X = np.r_[np.zeros((5, 2)), np.ones((5, 2))]
+    >>> est = Estimator("kmeans", n_clusters=2, random_state=0).fit(X)
+    >>> sorted(np.bincount(est.labels_).tolist())
+    [5, 5]
+    >>> est
+    Estimator('kmeans', n_clusters=2, random_state=0)
+    """
+
+    def __init__(self, algorithm: str, backend: str = "sklearn", device: str = "cpu", **params: Any):
+        self.algorithm = algorithm
+        self.backend = backend
+        self.device = device
+        self._params = dict(params)
+        self._validate(algorithm, backend, device, self._params)
+
+    # ------------------------------------------------------------ parameters
+
+    @staticmethod
+    def _validate(algorithm: str, backend: str, device: str, params: dict[str, Any]) -> None:
+        found, runner, implementation = get_implementation(algorithm, backend)
+        check_device(runner, device)
+        for name in params:
+            if name not in found.param_names:
+                raise InvalidChoiceError(_one_line_choices(f"parameter for {algorithm}:", name, found.param_names))
+        translate(found, runner, implementation, params, device)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """``algorithm``, ``backend``, ``device`` and every parameter of the algorithm."""
+        return {
+            "algorithm": self.algorithm,
+            "backend": self.backend,
+            "device": self.device,
+            **get_algorithm(self.algorithm).defaults,
+            **self._params,
+        }
+
+    def set_params(self, **params: Any) -> "Estimator":
+        """Set parameters by their accelml names; the combination is checked before anything changes."""
+        own = {name: params.pop(name) for name in _OWN if name in params}
+        algorithm = own.get("algorithm", self.algorithm)
+        backend = own.get("backend", self.backend)
+        device = own.get("device", self.device)
+        explicit = dict(self._params)
+        if algorithm != self.algorithm:
+            # parameters left at the old algorithm's defaults do not carry over
+            defaults = get_algorithm(self.algorithm).defaults
+            explicit = {k: v for k, v in explicit.items() if not _equal(v, defaults.get(k, object()))}
+        explicit.update(params)
+        self._validate(algorithm, backend, device, explicit)
+        self.algorithm, self.backend, self.device, self._params = algorithm, backend, device, explicit
+        return self
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        defaults = get_algorithm(self.algorithm).defaults
+        parts = [repr(self.algorithm)]
+        if self.backend != "sklearn":
+            parts.append(f"backend={self.backend!r}")
+        if self.device != "cpu":
+            parts.append(f"device={self.device!r}")
+        parts += [f"{k}={v!r}" for k, v in self._params.items() if not _equal(v, defaults.get(k, object()))]
+        text = f"{type(self).__name__}({', '.join(parts)})"
+        return text if len(text) <= N_CHAR_MAX else text[: N_CHAR_MAX - 3] + "..."
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        found, runner, implementation = get_implementation(self.algorithm, self.backend)
+        try:
+            prototype = implementation.estimator_class()(
+                **translate(found, runner, implementation, self._params, self.device))
+            inner = get_tags(prototype)
+        except (ImportError, AccelmlError):
+            inner = None
+        if inner is not None:
+            tags.input_tags = inner.input_tags
+            tags.target_tags = inner.target_tags
+            tags.classifier_tags = inner.classifier_tags
+            tags.regressor_tags = inner.regressor_tags
+            tags.transformer_tags = inner.transformer_tags
+            tags.non_deterministic = inner.non_deterministic
+            tags.requires_fit = inner.requires_fit
+        estimator_type = found.estimator_type
+        tags.estimator_type = None if estimator_type == "transformer" else estimator_type
+        if estimator_type == "classifier":
+            tags.classifier_tags = tags.classifier_tags or ClassifierTags()
+            tags.target_tags.required = True
+        elif estimator_type == "regressor":
+            tags.regressor_tags = tags.regressor_tags or RegressorTags()
+            tags.target_tags.required = True
+        elif estimator_type == "transformer":
+            tags.transformer_tags = tags.transformer_tags or TransformerTags()
+        return tags
+
+    # ------------------------------------------------------------ resolution
+
+    def check_available(self) -> "Estimator":
+        """Raise :class:`~accelml.errors.UnavailableError` unless backend and device can run here.
+
+        The first ``fit`` does this itself: on the CPU by importing the library (the probe
+        runs only to say why an import failed), on other devices with the backend's probe
+        (NVML for CUDA, a millisecond or so). Call it before starting a clock; clones of
+        this estimator will not probe again.
+        """
+        _, runner, _ = get_implementation(self.algorithm, self.backend)
+        check_device(runner, self.device)
+        runner.require(self.device)
+        self._available_for = (self.backend, self.device)
+        return self
+
+    def __sklearn_clone__(self) -> "Estimator":
+        twin = super().__sklearn_clone__()
+        # a clone for the same backend and device need not probe the machine again
+        checked = self.__dict__.get("_available_for")
+        if checked == (twin.backend, twin.device):
+            twin._available_for = checked
+        return twin
+
+    def _build(self):
+        found, runner, implementation = get_implementation(self.algorithm, self.backend)
+        checked = (self.backend, self.device)
+        if self.__dict__.get("_available_for") != checked:
+            if self.device != "cpu":
+                self.check_available()
+            else:  # on the CPU, a library that imports is available; the probe says why not
+                try:
+                    implementation.estimator_class()
+                except ImportError:
+                    self.check_available()
+                    raise
+                self._available_for = checked
+        kwargs = translate(found, runner, implementation, self._params, self.device)
+        return found, runner, implementation, implementation.estimator_class()(**kwargs)
+
+    def _traced(self, runner, call, *args, **kwargs):
+        with (runner.trace() if runner.trace is not None else nullcontext([])) as paths:
+            result = call(*args, **kwargs)
+        self._execution_log.extend(paths)
+        return result
+
+    def _fit(self, method: str, X, y, fit_params: dict[str, Any]):
+        found, runner, implementation, inner = self._build()
+        target = y
+        classes = None
+        if implementation.encodes_labels and y is not None and _single_column(np.asarray(y)):
+            target = column_or_1d(np.asarray(y), warn=True)
+            check_classification_targets(target)
+            classes, target = np.unique(target, return_inverse=True)
+        self._execution_log: list[ExecutionPath] = []
+        args = (X,) if target is None and found.task not in ("classification", "regression") else (X, target)
+        result = self._traced(runner, getattr(inner, method), *args, **fit_params)
+        self.estimator_ = inner
+        if found.task == "classification":
+            self.classes_ = classes if classes is not None else inner.classes_
+        self._encoded = classes is not None
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        # fitted attributes of the library object (coef_, labels_, n_features_in_, ...)
+        if name.endswith("_") and not name.startswith("_"):
+            inner = self.__dict__.get("estimator_")
+            if inner is not None:
+                return getattr(inner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def execution_paths_(self) -> tuple[ExecutionPath, ...]:
+        """What every library call since ``fit`` ran (empty for backends that do not report it)."""
+        check_is_fitted(self)
+        return tuple(self._execution_log)
+
+    @property
+    def fallbacks_(self) -> tuple[ExecutionPath, ...]:
+        """The calls since ``fit`` that fell back to stock scikit-learn (sklearnex)."""
+        return tuple(path for path in self.execution_paths_ if path.path == "fallback")
+
+    # ------------------------------------------------------------ estimator API
+
+    @_library_fit_signature
+    def fit(self, X, y=None, sample_weight=None, **fit_params: Any) -> "Estimator":
+        """Fit the library estimator; returns self.
+
+        ``sample_weight`` is offered exactly when the library's ``fit`` takes it (the
+        signature says so, as scikit-learn's ``has_fit_parameter`` expects).
+        """
+        if sample_weight is not None:
+            fit_params["sample_weight"] = sample_weight
+        self._fit("fit", X, y, fit_params)
+        return self
+
+    @available_if(_offered("fit_predict"))
+    def fit_predict(self, X, y=None, **fit_params: Any):
+        return self._fit("fit_predict", X, y, fit_params)
+
+    @available_if(_offered("fit_transform"))
+    def fit_transform(self, X, y=None, **fit_params: Any):
+        return self._fit("fit_transform", X, y, fit_params)
+
+    def _call(self, method: str, *args, **kwargs):
+        check_is_fitted(self)
+        _, runner, _ = get_implementation(self.algorithm, self.backend)
+        return self._traced(runner, getattr(self.estimator_, method), *args, **kwargs)
+
+    @available_if(_offered("predict"))
+    def predict(self, X):
+        result = self._call("predict", X)
+        if self._encoded:
+            result = self.classes_[np.asarray(result, dtype=np.intp)]
+        return result
+
+    @available_if(_offered("predict_proba"))
+    def predict_proba(self, X):
+        return self._call("predict_proba", X)
+
+    @available_if(_offered("decision_function"))
+    def decision_function(self, X):
+        return self._call("decision_function", X)
+
+    @available_if(_offered("transform"))
+    def transform(self, X):
+        return self._call("transform", X)
+
+    @available_if(_offered("inverse_transform"))
+    def inverse_transform(self, X):
+        return self._call("inverse_transform", X)
+
+    @available_if(_offered("score"))
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """Accuracy (classification), R² (regression), else the library's own score."""
+        check_is_fitted(self)
+        task = get_algorithm(self.algorithm).task
+        if task == "classification":
+            return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
+        if task == "regression":
+            return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
+        weights = {} if sample_weight is None else {"sample_weight": sample_weight}
+        return self._call("score", X, y, **weights)
+
+
+def device_sync(value: Any) -> Any:
+    """Wait for device work behind ``value`` and return it on the host.
+
+    NumPy arrays (what every backend here returns, XGBoost on CUDA included: its predictions
+    are copied to the host, which is the sync) come back unchanged; JAX arrays are waited
+    for; CuPy arrays are copied to the host.
+
+    >>> device_sync(np.arange(3))
+    array([0, 1, 2])
+    """
+    if hasattr(value, "block_until_ready"):
+        return value.block_until_ready()
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        return value.get()
+    return value

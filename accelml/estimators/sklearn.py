@@ -1,0 +1,96 @@
+"""Backend ``sklearn``: stock scikit-learn, the reference every other backend is compared to.
+
+Every algorithm's parameter table is written out here: most parameters keep their name,
+the renamed ones say so, and gradient boosting is ``HistGradientBoosting*``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from accelml.probe import probe_sklearn
+
+from ._registry import Backend, Implementation, Rename, Unsupported, same
+
+_NEIGHBOR_SEARCH = Rename("algorithm", "sklearn's algorithm=")
+
+#: algorithm -> (class name as 'module:Class' under sklearn, translation rules).
+#: sklearnex reuses these rules with its own classes (see sklearnex.py).
+IMPLEMENTATIONS = MappingProxyType({
+    "kmeans": Implementation(
+        "sklearn.cluster:KMeans",
+        {**same("n_clusters", "init", "n_init", "max_iter", "tol", "copy_x", "random_state"),
+         "variant": Rename("algorithm", "sklearn's algorithm=")},
+    ),
+    "dbscan": Implementation(
+        "sklearn.cluster:DBSCAN",
+        {**same("eps", "min_samples", "metric", "leaf_size", "p", "n_jobs"),
+         "neighbor_search": _NEIGHBOR_SEARCH},
+    ),
+    "pca": Implementation(
+        "sklearn.decomposition:PCA",
+        same("n_components", "whiten", "svd_solver", "tol", "iterated_power", "copy", "random_state"),
+    ),
+    "linear_regression": Implementation(
+        "sklearn.linear_model:LinearRegression",
+        same("fit_intercept", "positive", "copy_X", "n_jobs"),
+    ),
+    "ridge": Implementation(
+        "sklearn.linear_model:Ridge",
+        same("alpha", "fit_intercept", "solver", "max_iter", "tol", "positive", "copy_X", "random_state"),
+    ),
+    "logistic_regression": Implementation(
+        "sklearn.linear_model:LogisticRegression",
+        same("C", "l1_ratio", "solver", "max_iter", "tol", "fit_intercept", "class_weight", "random_state"),
+    ),
+    "svc": Implementation(
+        "sklearn.svm:SVC",
+        same("C", "kernel", "degree", "gamma", "coef0", "tol", "max_iter", "cache_size",
+             "class_weight", "random_state"),
+    ),
+    "knn_classifier": Implementation(
+        "sklearn.neighbors:KNeighborsClassifier",
+        {**same("n_neighbors", "weights", "leaf_size", "p", "metric", "n_jobs"),
+         "neighbor_search": _NEIGHBOR_SEARCH},
+    ),
+    "knn_regressor": Implementation(
+        "sklearn.neighbors:KNeighborsRegressor",
+        {**same("n_neighbors", "weights", "leaf_size", "p", "metric", "n_jobs"),
+         "neighbor_search": _NEIGHBOR_SEARCH},
+    ),
+    "random_forest_classifier": Implementation(
+        "sklearn.ensemble:RandomForestClassifier",
+        same("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
+             "max_features", "bootstrap", "max_samples", "class_weight", "random_state", "n_jobs"),
+    ),
+    "random_forest_regressor": Implementation(
+        "sklearn.ensemble:RandomForestRegressor",
+        same("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
+             "max_features", "bootstrap", "max_samples", "random_state", "n_jobs"),
+    ),
+})
+
+_HIST_GRADIENT_BOOSTING = {
+    **same("learning_rate", "max_depth", "max_leaf_nodes", "min_samples_leaf", "l2_regularization",
+           "max_bins", "early_stopping", "random_state"),
+    "n_estimators": Rename("max_iter", "HistGradientBoosting's max_iter= (boosting rounds)"),
+    "n_jobs": Unsupported(
+        "HistGradientBoosting has no n_jobs; it uses every OpenMP thread "
+        "(limit them with OMP_NUM_THREADS or threadpoolctl)"
+    ),
+}
+
+BACKEND = Backend(
+    name="sklearn",
+    devices=("cpu",),
+    probe=lambda device: probe_sklearn(),
+    how_to_get={"cpu": "pip install scikit-learn"},
+    implementations=MappingProxyType({
+        **IMPLEMENTATIONS,
+        "gradient_boosting_classifier": Implementation(
+            "sklearn.ensemble:HistGradientBoostingClassifier", _HIST_GRADIENT_BOOSTING),
+        "gradient_boosting_regressor": Implementation(
+            "sklearn.ensemble:HistGradientBoostingRegressor", _HIST_GRADIENT_BOOSTING),
+    }),
+    doc="stock scikit-learn",
+)

@@ -1,0 +1,191 @@
+"""The cluster choice on the command line, in the Python API and in the spec, in one place.
+
+Command modules call :func:`add_cluster_arguments` in ``add_arguments`` and
+:func:`executor_from_args` in ``run``::
+
+    def add_arguments(parser):
+        ...
+        add_cluster_arguments(parser)
+
+    def run(args):
+        experiment = load_spec(args.spec)
+        with executor_from_args(args, experiment, progress=print_progress) as executor:
+            for outcome in executor.map(execute_case, tasks):
+                ...
+
+The Python API takes the same settings as keywords (:func:`cluster_settings`); the spec
+takes a ``[cluster]`` table with a ``[cluster.resources]`` sub-table::
+
+    [cluster]
+    kind = "slurm"          # local | slurm | pbs
+    jobs = 4
+    retries = 2
+    [cluster.resources]
+    partition = "gpu"
+    walltime = "02:00:00"
+    prologue = ["module load Horovod/0.28.1", "conda activate accelml"]
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser()
+>>> add_cluster_arguments(parser)
+>>> args = parser.parse_args(["--cluster", "slurm", "--jobs", "4", "--gpus", "1", "--partition", "gpu"])
+>>> settings = settings_from_args(args)
+>>> settings.kind, settings.jobs, settings.resources.gpus, settings.resources.partition
+('slurm', 4, 1, 'gpu')
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+from accelml.errors import SpecError
+from accelml.executors.config import KINDS, LAUNCHERS, ClusterSettings, load_cluster_settings
+
+_RESOURCE_FLAGS = ("cores", "memory", "gpus", "gpu_type", "walltime", "partition", "account")
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--cluster``, ``--jobs`` and the per-job resource flags, in their own help group."""
+    group = parser.add_argument_group(
+        "cluster", "where cases run; defaults come from accelml's cluster config "
+        "(~/.config/dask/accelml.yaml), then --cluster-config, then the spec's [cluster] table")
+    group.add_argument("--cluster", choices=KINDS, default=None,
+                       help="local: a dask LocalCluster here (default); slurm / pbs: worker jobs "
+                            "through dask-jobqueue")
+    group.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                       help="cases at once: worker jobs on slurm/pbs, worker threads locally")
+    group.add_argument("--cluster-config", default=None, metavar="FILE",
+                       help="a dask-style YAML file with an 'accelml: cluster:' section")
+    group.add_argument("--cores", type=_positive_int, default=None, metavar="N",
+                       help="cores per rank in each worker job")
+    group.add_argument("--memory", default=None, metavar="SIZE", help="memory per rank, e.g. 4GiB")
+    group.add_argument("--gpus", type=_non_negative_int, default=None, metavar="N",
+                       help="GPUs per worker job of a GPU case (--gres=gpu:N / ngpus=N), at "
+                            "least one per rank; CPU cases never get GPUs")
+    group.add_argument("--gpu-type", default=None, metavar="TYPE", help="e.g. a100: --gres=gpu:a100:N")
+    group.add_argument("--walltime", default=None, metavar="HH:MM:SS", help="per worker job")
+    group.add_argument("--partition", "--queue", dest="partition", default=None, metavar="NAME",
+                       help="SLURM partition / PBS queue")
+    group.add_argument("--account", default=None, metavar="NAME", help="account to charge")
+    group.add_argument("--directive", dest="directives", action="append", default=None, metavar="LINE",
+                       help="extra '#SBATCH'/'#PBS' line, without the prefix (repeatable)")
+    group.add_argument("--prologue", action="append", default=None, metavar="LINE",
+                       help="shell line run before the worker starts, e.g. 'module load "
+                            "Horovod' (repeatable)")
+    group.add_argument("--job-env", dest="environment", action="append", default=None,
+                       metavar="NAME=VALUE", help="variable exported in each job (repeatable)")
+    group.add_argument("--retries", type=_non_negative_int, default=None, metavar="N",
+                       help="re-runs of a case whose worker was lost (default 2)")
+    group.add_argument("--launcher", choices=LAUNCHERS, default=None,
+                       help="how a multi-rank case starts its ranks in its SLURM job")
+    group.add_argument("--no-tls", dest="tls", action="store_false", default=None,
+                       help="scheduler without TLS (only on a cluster no one else can reach)")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text}")
+    return value
+
+
+def _environment(pairs: list[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    result = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SpecError(f"--job-env {pair!r}: expected NAME=VALUE")
+        result[name] = value
+    return result
+
+
+def cluster_table_of(spec: Any) -> Mapping | None:
+    """The spec's ``[cluster]`` table: ``spec.cluster`` if the schema has it, else read from its text."""
+    if spec is None:
+        return None
+    table = getattr(spec, "cluster", None)
+    if table is not None:
+        return dict(table) if not isinstance(table, Mapping) else table
+    text = getattr(spec, "text", None)
+    if not text:
+        return None
+    import tomllib
+
+    try:
+        return tomllib.loads(text).get("cluster")
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def settings_from_args(args: argparse.Namespace, spec: Any = None) -> ClusterSettings:
+    """Cluster settings from every layer: config files, the spec's [cluster] table, the flags."""
+    resources = {name: getattr(args, name, None) for name in _RESOURCE_FLAGS}
+    resources["directives"] = getattr(args, "directives", None)
+    resources["prologue"] = getattr(args, "prologue", None)
+    resources["environment"] = _environment(getattr(args, "environment", None))
+    overrides = {
+        "kind": getattr(args, "cluster", None),
+        "jobs": getattr(args, "jobs", None),
+        "retries": getattr(args, "retries", None),
+        "tls": getattr(args, "tls", None),
+        "launcher": getattr(args, "launcher", None),
+        "resources": {key: value for key, value in resources.items() if value is not None},
+    }
+    spec_table = cluster_table_of(spec)
+    try:
+        return load_cluster_settings(spec_table=spec_table, overrides=overrides,
+                                     config_file=getattr(args, "cluster_config", None))
+    except SpecError as error:
+        where = getattr(spec, "path", None)
+        message = str(error)
+        if where and message.startswith("[cluster]"):
+            raise SpecError(f"{where}: {message}") from None
+        raise
+
+
+def cluster_settings(cluster: str | None = None, jobs: int | None = None, *,
+                     resources: Mapping | None = None, spec: Any = None,
+                     config_file: str | None = None, **settings: Any) -> ClusterSettings:
+    """The Python API's spelling: ``cluster_settings("slurm", 4, resources={"gpus": 1})``.
+
+    Keywords (``retries``, ``tls``, ``launcher``, ``shared_directory``, ...) are the keys of
+    the ``[cluster]`` table.
+
+    >>> cluster_settings("pbs", 2, resources={"queue": "workq"}).resources.partition
+    'workq'
+    """
+    overrides = dict(settings, kind=cluster, jobs=jobs, resources=resources)
+    return load_cluster_settings(spec_table=cluster_table_of(spec), overrides=overrides,
+                                 config_file=config_file)
+
+
+def progress_printer(stream: TextIO | None = None) -> Callable[[Any], None]:
+    """A progress callback that prints each change of the job/worker/case counts as one line."""
+
+    def show(progress: Any) -> None:
+        print(f"accelml: {progress.line()}", file=stream or sys.stderr, flush=True)
+
+    return show
+
+
+def executor_from_args(args: argparse.Namespace, spec: Any = None,
+                       progress: Callable[[Any], None] | None = None):
+    """The executor the flags, the spec and the config files ask for (a context manager)."""
+    from accelml.executors import make_executor
+
+    settings = settings_from_args(args, spec)
+    if progress is None and settings.kind != "local":
+        progress = progress_printer()
+    return make_executor(settings, progress=progress)

@@ -1,0 +1,130 @@
+"""Run cases on a dask LocalCluster on this machine.
+
+``jobs`` cases run at once (default 1, so that no two timed cases share cores); every case
+still runs in its own process (:func:`accelml.runner.process.execute_case`), the dask worker
+thread only starts and watches it.
+
+A case that needs more GPUs than this machine has (``device = "cuda"``, one per worker;
+:meth:`accelml.executors.resources.CaseNeeds.of_case`) is not started: its outcome says
+why (``needs 1 GPU(s); this machine has 0 (no NVIDIA driver found ...)``) with
+``failure="unavailable"``, and the other cases run.
+
+>>> with LocalExecutor(jobs=1) as executor:
+...     [outcome.result for outcome in executor.map(abs, [-1, -2])]
+[1, 2]
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from accelml.executors import CaseOutcome
+
+
+QUIET_DASK = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "200ms",
+}
+
+
+class LocalExecutor:
+    """A dask LocalCluster (threads in this process) that runs ``jobs`` items at a time."""
+
+    kind = "local"
+
+    def __init__(self, settings: Any = None, *, jobs: int | None = None,
+                 progress: Callable[[Any], None] | None = None):
+        self.jobs = int(jobs or getattr(settings, "jobs", None) or 1)
+        self.progress = progress
+        self.cluster = None
+        self.client = None
+        self._config = None
+
+    def __enter__(self) -> "LocalExecutor":
+        import dask
+        from distributed import Client, LocalCluster
+
+        # The scheduler and worker live in this process, beside the timed case processes:
+        # no stack profiling every 10 ms and slower housekeeping (a third of the idle CPU).
+        self._config = dask.config.set(QUIET_DASK)
+        self._config.__enter__()
+        self.cluster = LocalCluster(n_workers=1, threads_per_worker=self.jobs, processes=False,
+                                    dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+        self.client = Client(self.cluster)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
+        if self._config is not None:
+            self._config.__exit__(None, None, None)
+            self._config = None
+
+    def map(self, function: Callable[[Any], Any], items: Iterable[Any],
+            needs: Sequence[Any] | None = None) -> Iterator[CaseOutcome]:
+        """Run ``function(item)`` for every item, in order, ``jobs`` at a time; yield as they finish.
+
+        ``needs`` (one :class:`~accelml.executors.resources.CaseNeeds` per item) defaults to
+        ``CaseNeeds.of_case(item)``; items needing more GPUs than this machine has come back
+        first, unstarted, as unavailable.
+        """
+        from distributed import as_completed
+
+        from accelml.executors.resources import CaseNeeds
+
+        if self.client is None:
+            raise RuntimeError("use the executor inside a 'with' block")
+        items = list(items)
+        needs = [CaseNeeds.of_case(item) for item in items] if needs is None else list(needs)
+        if len(needs) != len(items):
+            raise ValueError("one CaseNeeds per item")
+        missing = gpu_shortfall(needs)
+        for index, reason in missing.items():
+            yield CaseOutcome(index, items[index], error=reason, failure="unavailable")
+        futures = {}
+        for index, item in enumerate(items):
+            if index in missing:
+                continue
+            future = self.client.submit(function, item, pure=False, priority=-index)
+            futures[future] = index
+        try:
+            for future in as_completed(list(futures)):
+                index = futures[future]
+                if future.status == "finished":
+                    yield CaseOutcome(index, items[index], result=future.result())
+                else:
+                    error = future.exception()
+                    yield CaseOutcome(index, items[index],
+                                      error=f"{type(error).__name__}: {error}".strip())
+        finally:
+            for future in futures:
+                if not future.done():
+                    future.cancel()
+
+
+def gpu_shortfall(needs: Sequence[Any]) -> dict[int, str]:
+    """index -> why this machine cannot run it, for every need asking for more GPUs than
+    :func:`accelml.probe.list_gpus` finds (NVML is asked only when some need has GPUs).
+
+    >>> from accelml.executors.resources import CaseNeeds
+    >>> gpu_shortfall([CaseNeeds(gpus=0)])
+    {}
+    """
+    wanted = {index: int(getattr(need, "gpus", 0) or 0) for index, need in enumerate(needs)}
+    if not any(wanted.values()):
+        return {}
+    from accelml.probe import list_gpus
+
+    gpus, why = list_gpus()
+    have = f"this machine has {len(gpus)}" + (f" ({why})" if why else "")
+    return {index: f"needs {count} GPU(s); {have}"
+            for index, count in wanted.items() if count > len(gpus)}

@@ -1,0 +1,755 @@
+"""Reproducibility baselines: a reviewable JSON file of what each case answered, and the check.
+
+A baseline is made from a stored run (:func:`make_baseline`) and committed next to the spec.
+``python -m accelml check SPEC --baseline FILE`` runs the spec again (or reads a stored run)
+and :func:`check_run` compares every case with the baseline. The file is plain, sorted,
+indented JSON, so a pull request that changes it shows which case's answer moved::
+
+    {
+      "format": "accelml-baseline",
+      "version": 1,
+      "created_at": "2026-11-26T05:00:00+00:00",
+      "run_id": "20261126-050000-ab12",
+      "spec": {"name": "smoke", "hash": "..."},
+      "environment": {... python, CPU, library versions, env_hash ...},
+      "tolerances": {                      # defaults for every case (edit to loosen)
+        "score":  {"atol": 1e-09, "rtol": 1e-06},     # |new - old| <= atol + rtol*|old|
+        "labels": {"min_agreement": 1.0},             # fraction of equal labels
+        "values": {"atol": 1e-09, "rtol": 1e-06},     # elementwise, like numpy.isclose
+        "loss":   {"atol": 1e-06, "rtol": 1e-05},     # deep learning: final loss
+        "accuracy": {"atol": 0.0},                    # deep learning: final accuracy
+        "bitwise": false,                             # true: any changed digest is drift
+        "ranks": true                                 # DL: all ranks must end equal
+      },
+      "cases": {
+        "<case_id>": {
+          "label": "kmeans/sklearn/cpu on blobs (n_clusters=4, random_state=0)",
+          "algorithm": "kmeans", "backend": "sklearn", "device": "cpu", "workers": 1, ...
+          "status": "ok",
+          "scores": {"inertia": 1234.5},
+          "arrays": {"predictions": {"digest": "...", "dtype": "int32", "shape": [500],
+                                     "summary": {...}, "values": [0, 3, 1, ...]}},
+          "dl": {"final_loss": 0.31, "final_accuracy": 0.9, "ranks_identical": true},
+          "expectation": {"bitwise": true, "reason": "..."},
+          "tolerances": {"score.inertia": {"rtol": 1e-4}}      # optional, per case
+        }
+      }
+    }
+
+Tolerance keys are ``score``, ``labels``, ``values``, ``loss``, ``accuracy``, ``bitwise`` and
+``ranks``; a key may name one score or array (``score.accuracy``, ``values.probabilities``,
+``labels.predictions``) and then wins over the general key. Per-case tolerances win over the
+file's. Arrays up to ``inline_limit`` elements are kept in the file (exact: floats are written
+with all their digits), so a check on another machine can measure how far they moved; larger
+arrays keep their digest and a summary (mean, std, min, max or class counts) and are compared
+in full when the store being checked still holds them.
+
+>>> tolerance = Tolerances.from_dict({"score": {"rtol": 1e-3}, "score.accuracy": {"atol": 0.01}})
+>>> tolerance.bounds("score", "accuracy"), tolerance.bounds("score", "r2")
+((0.01, 0.0), (0.0, 0.001))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accelml.errors import AccelmlError, SpecError
+from accelml.results.records import CaseResult, Environment
+from accelml.results.store import ResultsStore, array_digest
+from accelml.report.repro import (
+    ArrayAgreement,
+    LABEL_ARRAYS,
+    case_label,
+    compare_arrays,
+    _task,
+)
+from accelml.runner.determinism import run_to_run_expectation
+
+FORMAT = "accelml-baseline"
+VERSION = 1
+DEFAULT_INLINE_LIMIT = 20_000
+
+DEFAULT_TOLERANCES: dict[str, Any] = {
+    "score": {"atol": 1e-9, "rtol": 1e-6},
+    "labels": {"min_agreement": 1.0},
+    "values": {"atol": 1e-9, "rtol": 1e-6},
+    "loss": {"atol": 1e-6, "rtol": 1e-5},
+    "accuracy": {"atol": 0.0},
+    "bitwise": False,
+    "ranks": True,
+}
+"""Strict defaults: the same spec on the same software should give the same answer up to
+round-off. Cases whose repeats are not expected to be bitwise identical get looser ones,
+written into the file (:data:`NONDETERMINISTIC_TOLERANCES`)."""
+
+NONDETERMINISTIC_TOLERANCES: dict[str, Any] = {
+    "score": {"atol": 1e-6, "rtol": 1e-3},
+    "labels": {"min_agreement": 0.99},
+    "values": {"atol": 1e-4, "rtol": 1e-2},
+    "loss": {"atol": 1e-3, "rtol": 1e-2},
+    "accuracy": {"atol": 0.01},
+}
+
+_GENERAL_KEYS = ("score", "labels", "values", "loss", "accuracy", "bitwise", "ranks")
+
+
+# ---------------------------------------------------------------- tolerances
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """The tolerance table of a baseline or case: general keys and per-metric keys."""
+
+    entries: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, where: str = "tolerances") -> "Tolerances":
+        data = data or {}
+        if not isinstance(data, dict):
+            raise SpecError(f"{where} must be a table, not {type(data).__name__}")
+        for key, value in data.items():
+            general = key.split(".", 1)[0]
+            if general not in _GENERAL_KEYS:
+                raise SpecError(f"{where}: unknown tolerance {key!r}; allowed: "
+                                + ", ".join(_GENERAL_KEYS) + " (or e.g. score.accuracy)")
+            if general in ("bitwise", "ranks"):
+                if not isinstance(value, bool):
+                    raise SpecError(f"{where}.{key} must be true or false")
+                continue
+            if not isinstance(value, dict):
+                raise SpecError(f"{where}.{key} must be a table such as {{atol = 0.0, rtol = 1e-6}}")
+            allowed = ("min_agreement",) if general == "labels" else ("atol", "rtol")
+            for name, number in value.items():
+                if name not in allowed:
+                    raise SpecError(f"{where}.{key}: unknown key {name!r}; allowed: "
+                                    + ", ".join(allowed))
+                if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+                    raise SpecError(f"{where}.{key}.{name} must be a number >= 0")
+        return cls(tuple(sorted(data.items())))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.entries)
+
+    def over(self, base: "Tolerances") -> "Tolerances":
+        """These tolerances, falling back to ``base`` for keys they lack."""
+        merged = dict(base.entries)
+        merged.update(self.entries)
+        return Tolerances(tuple(sorted(merged.items())))
+
+    def _lookup(self, general: str, name: str | None) -> Any:
+        table = dict(self.entries)
+        if name is not None and f"{general}.{name}" in table:
+            return table[f"{general}.{name}"]
+        if general in table:
+            return table[general]
+        return DEFAULT_TOLERANCES[general]
+
+    def bounds(self, general: str, name: str | None = None) -> tuple[float, float]:
+        """``(atol, rtol)`` for ``score``/``values``/``loss``/``accuracy`` (and one name)."""
+        entry = self._lookup(general, name)
+        return float(entry.get("atol", 0.0)), float(entry.get("rtol", 0.0))
+
+    def min_agreement(self, name: str | None = None) -> float:
+        return float(self._lookup("labels", name).get("min_agreement", 1.0))
+
+    def flag(self, general: str) -> bool:
+        return bool(self._lookup(general, None))
+
+
+def _within(old: float, new: float, atol: float, rtol: float) -> bool:
+    if old == new or (math.isnan(old) and math.isnan(new)):
+        return True
+    return abs(new - old) <= atol + rtol * abs(old)
+
+
+# ---------------------------------------------------------------- the baseline file
+
+
+def _summary(array: np.ndarray, labels: bool) -> dict[str, Any]:
+    if labels:
+        values, counts = np.unique(array.ravel(), return_counts=True)
+        return {"classes": {str(v): int(c) for v, c in zip(values.tolist(), counts.tolist())}}
+    if array.size == 0:
+        return {}
+    data = np.asarray(array, dtype=np.float64)
+    return {"mean": float(np.nanmean(data)), "std": float(np.nanstd(data)),
+            "min": float(np.nanmin(data)), "max": float(np.nanmax(data))}
+
+
+def _inline(array: np.ndarray) -> list[Any]:
+    return array.ravel().tolist()
+
+
+def _from_inline(entry: dict[str, Any]) -> np.ndarray:
+    array = np.array(entry["values"], dtype=np.dtype(entry["dtype"]))
+    return array.reshape(tuple(entry["shape"]))
+
+
+_PER_LINE = 16
+_FLOATS_PER_LINE = 4
+
+
+def _dump(value: Any, depth: int) -> str:
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(key))}: {_dump(value[key], depth + 1)}"
+                 for key in sorted(value, key=str)]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(item, (dict, list, tuple)) for item in value):
+            texts = [json.dumps(item, allow_nan=True) for item in value]
+            per_line = _FLOATS_PER_LINE if any(isinstance(v, float) for v in value) else _PER_LINE
+            if len(texts) <= per_line:
+                return "[" + ", ".join(texts) + "]"
+            lines = [inner + ", ".join(texts[i:i + per_line])
+                     for i in range(0, len(texts), per_line)]
+            return "[\n" + ",\n".join(lines) + "\n" + pad + "]"
+        return "[\n" + ",\n".join(inner + _dump(item, depth + 1) for item in value) + "\n" + pad + "]"
+    return json.dumps(value, allow_nan=True)
+
+
+@dataclass(frozen=True)
+class BaselineCase:
+    """One case of a baseline (a parsed ``cases.<id>`` table)."""
+
+    case_id: str
+    data: dict[str, Any]
+    tolerances: Tolerances
+
+    @property
+    def label(self) -> str:
+        return self.data.get("label", self.case_id)
+
+    def identity(self) -> dict[str, Any]:
+        return {key: self.data.get(key) for key in
+                ("algorithm", "backend", "device", "workers", "strategy", "dataset", "params")}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A parsed baseline file (see the module docstring for its format)."""
+
+    run_id: str
+    created_at: str
+    spec_name: str
+    spec_hash: str
+    environment: Environment | None
+    tolerances: Tolerances
+    cases: tuple[BaselineCase, ...]
+    inline_limit: int = DEFAULT_INLINE_LIMIT
+
+    def case(self, case_id: str) -> BaselineCase | None:
+        for case in self.cases:
+            if case.case_id == case_id:
+                return case
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "version": VERSION, "created_at": self.created_at,
+            "run_id": self.run_id, "spec": {"name": self.spec_name, "hash": self.spec_hash},
+            "environment": None if self.environment is None else self.environment.to_dict(),
+            "inline_limit": self.inline_limit,
+            "tolerances": self.tolerances.to_dict(),
+            "cases": {case.case_id: {**case.data, **({"tolerances": case.tolerances.to_dict()}
+                                                      if case.tolerances.entries else {})}
+                      for case in self.cases},
+        }
+
+    def to_json(self) -> str:
+        """Indented, key-sorted JSON; lists of numbers are written several to a line (16
+        labels, 4 floats), so a diff of a baseline points at the values that moved."""
+        return _dump(self.to_dict(), 0) + "\n"
+
+    def write(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(self.to_json())
+        temporary.replace(path)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "baseline") -> "Baseline":
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise SpecError(f"{where}: not an accelml baseline (no \"format\": \"{FORMAT}\")")
+        version = data.get("version")
+        if not isinstance(version, int) or version > VERSION:
+            raise SpecError(f"{where}: baseline version {version!r}; this accelml reads up to {VERSION}")
+        cases_data = data.get("cases")
+        if not isinstance(cases_data, dict):
+            raise SpecError(f"{where}: \"cases\" must be a table of case id -> case")
+        cases = []
+        for case_id, entry in cases_data.items():
+            if not isinstance(entry, dict) or "status" not in entry:
+                raise SpecError(f"{where}: cases.{case_id} must be a table with a status")
+            for name, array in (entry.get("arrays") or {}).items():
+                if not isinstance(array, dict) or "digest" not in array:
+                    raise SpecError(f"{where}: cases.{case_id}.arrays.{name} needs a digest")
+                if "values" in array:
+                    try:
+                        restored = _from_inline(array)
+                    except (TypeError, ValueError, KeyError) as error:
+                        raise SpecError(f"{where}: cases.{case_id}.arrays.{name}: {error}") from None
+                    if array_digest(restored) != array["digest"]:
+                        raise SpecError(f"{where}: cases.{case_id}.arrays.{name}: the values do "
+                                        "not match the digest (edited by hand?)")
+            tolerances = Tolerances.from_dict(entry.get("tolerances"),
+                                              f"{where}: cases.{case_id}.tolerances")
+            body = {k: v for k, v in entry.items() if k != "tolerances"}
+            cases.append(BaselineCase(case_id, body, tolerances))
+        environment = data.get("environment")
+        spec = data.get("spec") or {}
+        return cls(
+            run_id=str(data.get("run_id", "")),
+            created_at=str(data.get("created_at", "")),
+            spec_name=str(spec.get("name", "")),
+            spec_hash=str(spec.get("hash", "")),
+            environment=None if not environment else Environment.from_dict(environment),
+            tolerances=Tolerances.from_dict(data.get("tolerances"), f"{where}: tolerances"),
+            cases=tuple(cases),
+            inline_limit=int(data.get("inline_limit", DEFAULT_INLINE_LIMIT)),
+        )
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Baseline":
+        """Read and validate a baseline file; :class:`SpecError` (exit 2) when it is not one."""
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise SpecError(f"{path}: no such baseline file (make one with --update-baseline)") from None
+        except OSError as error:
+            raise SpecError(f"{path}: cannot read the baseline: {error.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SpecError(f"{path}: not valid JSON: {error.msg} at line {error.lineno}") from None
+        return cls.from_dict(data, str(path))
+
+
+def _case_entry(store: ResultsStore, result: CaseResult, inline_limit: int) -> dict[str, Any]:
+    task = _task(result)
+    entry: dict[str, Any] = {
+        "label": case_label(result), "algorithm": result.algorithm, "backend": result.backend,
+        "device": result.device, "workers": result.workers, "strategy": result.strategy,
+        "dataset": result.dataset, "params": dict(result.params), "task": task,
+        "status": result.status,
+    }
+    if result.dataset_info is not None:
+        entry["dataset_digest"] = result.dataset_info.digest
+    if not result.ok:
+        entry["reason"] = result.reason
+        return entry
+    entry["scores"] = {score.name: score.value for score in result.scores}
+    arrays = {}
+    for ref in result.predictions:
+        item: dict[str, Any] = {"digest": ref.digest, "dtype": ref.dtype, "shape": list(ref.shape)}
+        if store.has_array(ref.digest):
+            array = store.read_array(ref.digest)
+            labels = array.dtype.kind in "iubUSO" or (
+                task in ("classification", "clustering") and ref.name in LABEL_ARRAYS)
+            item["summary"] = _summary(array, labels)
+            if array.size <= inline_limit and array.dtype.kind in "iubfUS":
+                item["values"] = _inline(array)
+        arrays[ref.name] = item
+    entry["arrays"] = arrays
+    if result.repeat_prediction_digests:
+        entry["repeats_identical"] = len(set(result.repeat_prediction_digests)) == 1
+    if result.dl is not None:
+        entry["dl"] = {"final_loss": result.dl.final_loss,
+                       "final_accuracy": result.dl.final_accuracy,
+                       "test_loss": result.dl.test_loss,
+                       "test_accuracy": result.dl.test_accuracy,
+                       "ranks_identical": result.dl.ranks_identical,
+                       "rank0_weights": (result.dl.rank_weight_digests[0]
+                                         if result.dl.rank_weight_digests else None)}
+    expectation = run_to_run_expectation(result)
+    entry["expectation"] = expectation.to_dict()
+    return entry
+
+
+def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAULT_INLINE_LIMIT,
+                  tolerances: dict[str, Any] | None = None,
+                  previous: Baseline | None = None) -> Baseline:
+    """A baseline from stored run ``run_id``.
+
+    Tolerances (file-wide and per case) of a ``previous`` baseline are kept, so
+    ``--update-baseline`` never drops a tolerance someone reviewed. Cases whose repeats are
+    not expected to be bitwise identical get :data:`NONDETERMINISTIC_TOLERANCES`.
+    """
+    run = store.get_run(run_id)
+    results = store.case_results(run.run_id)
+    if not results:
+        raise AccelmlError(f"run {run.run_id} has no stored cases to make a baseline from")
+    general = Tolerances.from_dict(tolerances if tolerances is not None else
+                                   (previous.tolerances.to_dict() if previous else DEFAULT_TOLERANCES))
+    cases = []
+    for result in results:
+        entry = _case_entry(store, result, inline_limit)
+        kept = previous.case(result.case_id) if previous else None
+        if kept is not None and kept.tolerances.entries:
+            case_tolerances = kept.tolerances
+        elif result.ok and not entry["expectation"]["bitwise"]:
+            case_tolerances = Tolerances.from_dict(NONDETERMINISTIC_TOLERANCES)
+        else:
+            case_tolerances = Tolerances()
+        cases.append(BaselineCase(result.case_id, entry, case_tolerances))
+    return Baseline(
+        run_id=run.run_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        spec_name=run.spec_name, spec_hash=run.spec_hash,
+        environment=run.environment or results[0].environment,
+        tolerances=general, cases=tuple(cases), inline_limit=inline_limit,
+    )
+
+
+# ---------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One thing that moved beyond its tolerance: which case, which metric, by how much."""
+
+    case_id: str
+    case: str                 # the case's label
+    metric: str               # e.g. "score.accuracy", "predictions.label_agreement", "status"
+    baseline: Any
+    current: Any
+    difference: Any
+    tolerance: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The outcome of checking one run against a baseline."""
+
+    run_id: str
+    baseline_run_id: str
+    checked: int                              # baseline cases found in the run and compared
+    metrics: int                              # metrics compared
+    drifts: tuple[Drift, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.drifts
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "baseline_run_id": self.baseline_run_id,
+                "checked": self.checked, "metrics": self.metrics, "ok": self.ok,
+                "drifts": [d.to_dict() for d in self.drifts], "notes": list(self.notes)}
+
+    def format(self, width: int = 60) -> str:
+        """The table of what drifted (or one line saying all is within tolerance)."""
+        lines = [f"note: {note}" for note in self.notes]
+        if self.ok:
+            lines.append(f"ok: {self.checked} case(s), {self.metrics} metric(s) within tolerance "
+                         f"of baseline run {self.baseline_run_id}")
+            return "\n".join(lines)
+        header = ("case", "metric", "baseline", "now", "difference", "tolerance")
+        rows = [header]
+        for drift in self.drifts:
+            rows.append(tuple(_cell(value, width) for value in (
+                drift.case, drift.metric, drift.baseline, drift.current, drift.difference,
+                drift.tolerance)))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        table = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
+        table.insert(1, "  ".join("-" * w for w in widths))
+        lines.append(f"DRIFT: {len(self.drifts)} metric(s) in "
+                     f"{len({d.case_id for d in self.drifts})} case(s) moved beyond tolerance "
+                     f"of baseline run {self.baseline_run_id} ({self.checked} case(s) checked)")
+        lines.extend(table)
+        explained = [d for d in self.drifts if d.note]
+        lines.extend(f"  {d.case}: {d.metric}: {d.note}" for d in explained)
+        return "\n".join(lines)
+
+
+def _cell(value: Any, width: int) -> str:
+    if value is None:
+        text = "-"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, float):
+        text = f"{value:.6g}"
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def _bound_text(atol: float, rtol: float) -> str:
+    parts = []
+    if atol:
+        parts.append(f"atol {atol:g}")
+    if rtol:
+        parts.append(f"rtol {rtol:g}")
+    return " + ".join(parts) or "exact"
+
+
+class _Checker:
+    def __init__(self, store: ResultsStore, baseline: Baseline):
+        self.store = store
+        self.baseline = baseline
+        self.drifts: list[Drift] = []
+        self.metrics = 0
+
+    def drift(self, case: BaselineCase, metric: str, old: Any, new: Any, difference: Any,
+              tolerance: str, note: str = "") -> None:
+        self.drifts.append(Drift(case.case_id, case.label, metric, old, new, difference,
+                                 tolerance, note))
+
+    def check_case(self, case: BaselineCase, result: CaseResult) -> None:
+        tolerances = case.tolerances.over(self.baseline.tolerances)
+        data = case.data
+        self.metrics += 1
+        if data["status"] == "ok" and not result.ok:
+            self.drift(case, "status", "ok", "failed", "-", "must succeed", result.reason)
+            return
+        if data["status"] != "ok":
+            return      # it failed in the baseline: nothing to compare
+        self._scores(case, result, tolerances)
+        self._arrays(case, result, tolerances)
+        self._dl(case, result, tolerances)
+        self._repeats(case, result)
+
+    def _repeats(self, case: BaselineCase, result: CaseResult) -> None:
+        digests = result.repeat_prediction_digests
+        if not data_says_identical(case.data) or len(digests) < 2:
+            return
+        self.metrics += 1
+        distinct = len(set(digests))
+        if distinct > 1:
+            self.drift(case, "repeats.identical", True, False, f"{distinct} different",
+                       "bitwise repeats", f"{distinct} different predictions over "
+                       f"{len(digests)} repeats; identity is expected here: "
+                       + case.data.get("expectation", {}).get("reason", ""))
+
+    def _scores(self, case: BaselineCase, result: CaseResult, tolerances: Tolerances) -> None:
+        current = {score.name: score.value for score in result.scores}
+        for name, old in (case.data.get("scores") or {}).items():
+            self.metrics += 1
+            if name not in current:
+                self.drift(case, f"score.{name}", old, None, "-", "must exist",
+                           "this score is no longer reported")
+                continue
+            old_value = math.nan if old is None else float(old)
+            new = current[name]
+            atol, rtol = tolerances.bounds("score", name)
+            if not _within(old_value, new, atol, rtol):
+                self.drift(case, f"score.{name}", old_value, new, new - old_value,
+                           _bound_text(atol, rtol))
+
+    def _baseline_array(self, entry: dict[str, Any]) -> np.ndarray | None:
+        if "values" in entry:
+            return _from_inline(entry)
+        if self.store.has_array(entry["digest"]):
+            return self.store.read_array(entry["digest"])
+        return None
+
+    def _arrays(self, case: BaselineCase, result: CaseResult, tolerances: Tolerances) -> None:
+        task = case.data.get("task", "")
+        bitwise = tolerances.flag("bitwise")
+        for name, entry in (case.data.get("arrays") or {}).items():
+            self.metrics += 1
+            ref = result.prediction(name)
+            if ref is None:
+                self.drift(case, f"{name}", "present", "missing", "-", "must exist",
+                           f"the run no longer stores {name!r}")
+                continue
+            if ref.digest == entry["digest"]:
+                continue
+            if bitwise:
+                self.drift(case, f"{name}.digest", entry["digest"][:12], ref.digest[:12],
+                           "changed", "bitwise")
+            old = self._baseline_array(entry)
+            new = self.store.read_array(ref.digest) if self.store.has_array(ref.digest) else None
+            if new is None:
+                self.drift(case, f"{name}.digest", entry["digest"][:12], ref.digest[:12],
+                           "changed", "arrays unavailable",
+                           "the run's array is not in the store, so only its digest could be compared")
+                continue
+            if old is None:
+                self._summaries(case, name, entry, new, task, tolerances)
+                continue
+            self._measure(case, name, compare_arrays(name, old, new, task=task), old, new,
+                          tolerances)
+
+    def _measure(self, case: BaselineCase, name: str, measure: ArrayAgreement,
+                 old: np.ndarray, new: np.ndarray, tolerances: Tolerances) -> None:
+        if measure.kind == "shape":
+            self.drift(case, f"{name}.shape", list(old.shape), list(new.shape), "-", "must match")
+        elif measure.kind == "labels":
+            minimum = tolerances.min_agreement(name)
+            if measure.label_agreement is not None and measure.label_agreement < minimum:
+                self.drift(case, f"{name}.label_agreement", 1.0, measure.label_agreement,
+                           measure.label_agreement - 1.0, f">= {minimum:g}",
+                           "cluster ids matched (Hungarian)" if measure.matched else "")
+        else:
+            atol, rtol = tolerances.bounds("values", name)
+            if measure.matched == "hungarian":
+                from accelml.report.repro import match_columns, match_rows
+
+                new = match_rows(old, new) if name != "transform" else match_columns(old, new)
+            elif measure.matched == "sign":
+                from accelml.report.repro import align_signs
+
+                new = align_signs(old, new, axis=1 if name.startswith("components") else 0)
+            close = np.isclose(np.asarray(new, np.float64), np.asarray(old, np.float64),
+                               atol=atol, rtol=rtol, equal_nan=True)
+            if not close.all():
+                self.drift(case, f"{name}.max_abs_diff", 0.0, measure.max_abs_diff,
+                           measure.max_abs_diff, _bound_text(atol, rtol),
+                           f"{int((~close).sum())} of {close.size} values outside; "
+                           f"max relative {measure.max_rel_diff:.3g}")
+
+    def _summaries(self, case: BaselineCase, name: str, entry: dict[str, Any], new: np.ndarray,
+                   task: str, tolerances: Tolerances) -> None:
+        summary = entry.get("summary") or {}
+        labels = "classes" in summary
+        current = _summary(new, labels)
+        if labels:
+            old_counts, new_counts = summary["classes"], current["classes"]
+            moved = sum(abs(old_counts.get(k, 0) - new_counts.get(k, 0))
+                        for k in set(old_counts) | set(new_counts)) / 2
+            share = moved / max(1, new.size)
+            minimum = tolerances.min_agreement(name)
+            if task != "clustering" and 1.0 - share < minimum:
+                self.drift(case, f"{name}.class_counts", old_counts, new_counts, f"{share:.3%} moved",
+                           f">= {minimum:g} agreement", "baseline array not kept: class counts compared")
+            return
+        atol, rtol = tolerances.bounds("values", name)
+        for key in ("mean", "std", "min", "max"):
+            if key in summary and not _within(summary[key], current[key], atol, rtol):
+                self.drift(case, f"{name}.{key}", summary[key], current[key],
+                           current[key] - summary[key], _bound_text(atol, rtol),
+                           "baseline array not kept: its summary was compared")
+
+    def _dl(self, case: BaselineCase, result: CaseResult, tolerances: Tolerances) -> None:
+        old = case.data.get("dl")
+        if not old:
+            return
+        new = result.dl
+        if new is None:
+            self.drift(case, "dl", "present", "missing", "-", "must exist")
+            return
+        for key, general in (("final_loss", "loss"), ("test_loss", "loss"),
+                             ("final_accuracy", "accuracy"), ("test_accuracy", "accuracy")):
+            before, after = old.get(key), getattr(new, key)
+            if before is None or after is None:
+                continue
+            self.metrics += 1
+            atol, rtol = tolerances.bounds(general, key)
+            if not _within(float(before), float(after), atol, rtol):
+                self.drift(case, f"dl.{key}", before, after, after - before, _bound_text(atol, rtol))
+        if tolerances.flag("ranks") and new.ranks_identical is False:
+            self.metrics += 1
+            self.drift(case, "dl.ranks_identical", old.get("ranks_identical"), False, "-",
+                       "all ranks equal", "ranks ended with different weights")
+        if tolerances.flag("bitwise") and old.get("rank0_weights") and new.rank_weight_digests \
+                and new.rank_weight_digests[0] != old["rank0_weights"]:
+            self.drift(case, "dl.weights", old["rank0_weights"][:12],
+                       new.rank_weight_digests[0][:12], "changed", "bitwise")
+
+
+def data_says_identical(entry: dict[str, Any]) -> bool:
+    """The baseline's repeats were identical and identity is expected for this case."""
+    return bool(entry.get("repeats_identical")) and bool(
+        (entry.get("expectation") or {}).get("bitwise"))
+
+
+def _what_changed(old: dict[str, Any], new: CaseResult) -> list[str]:
+    current = {"algorithm": new.algorithm, "backend": new.backend, "device": new.device,
+               "workers": new.workers, "strategy": new.strategy, "dataset": new.dataset,
+               "params": dict(new.params)}
+    changes = []
+    for key, value in current.items():
+        before = old.get(key)
+        if key == "params":
+            before = before or {}
+            for name in sorted(set(before) | set(value)):
+                if before.get(name) != value.get(name):
+                    changes.append(f"params.{name}: {before.get(name)!r} -> {value.get(name)!r}")
+        elif before != value:
+            changes.append(f"{key}: {before!r} -> {value!r}")
+    digest = None if new.dataset_info is None else new.dataset_info.digest
+    if old.get("dataset_digest") and digest and old["dataset_digest"] != digest:
+        changes.append(f"dataset content: {old['dataset_digest'][:12]} -> {digest[:12]}")
+    return changes
+
+
+def _environment_note(baseline: Baseline, results: list[CaseResult]) -> str | None:
+    if baseline.environment is None:
+        return None
+    current = next((r.environment for r in results if r.environment is not None), None)
+    if current is None or current.env_hash == baseline.environment.env_hash:
+        return None
+    old_libs, new_libs = dict(baseline.environment.libraries), dict(current.libraries)
+    changed = [f"{name} {old_libs.get(name, '-')} -> {new_libs.get(name, '-')}"
+               for name in sorted(set(old_libs) | set(new_libs))
+               if old_libs.get(name) != new_libs.get(name)]
+    for name in ("python", "cpu_model", "logical_cores"):
+        before, after = getattr(baseline.environment, name), getattr(current, name)
+        if before != after:
+            changed.append(f"{name} {before} -> {after}")
+    return (f"environment differs from the baseline's ({baseline.environment.env_hash} -> "
+            f"{current.env_hash}): " + ("; ".join(changed[:6]) or "GPUs or platform"))
+
+
+def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckReport:
+    """Compare every case of stored run ``run_id`` with ``baseline``.
+
+    A baseline case missing from the run is drift (``case`` metric). When a new case of the
+    run differs from it in one defining field only (a backend swapped, a parameter changed),
+    the drift names that change and the two cases' answers are compared as well. Cases of
+    the run that the baseline lacks are listed as notes, not drift.
+    """
+    run = store.get_run(run_id)
+    results = store.case_results(run.run_id)
+    by_id = {result.case_id: result for result in results}
+    checker = _Checker(store, baseline)
+    notes = []
+    note = _environment_note(baseline, results)
+    if note:
+        notes.append(note)
+    if baseline.spec_hash and run.spec_hash and baseline.spec_hash != run.spec_hash:
+        notes.append(f"the spec text differs from the one the baseline was made from "
+                     f"({baseline.spec_name or 'unnamed'})")
+    unmatched_new = [r for r in results if baseline.case(r.case_id) is None]
+    checked = 0
+    for case in baseline.cases:
+        result = by_id.get(case.case_id)
+        if result is not None:
+            checked += 1
+            checker.check_case(case, result)
+            continue
+        closest = min(unmatched_new, key=lambda r: len(_what_changed(case.data, r)), default=None)
+        changes = [] if closest is None else _what_changed(case.data, closest)
+        if closest is not None and len(changes) == 1:
+            checker.drift(case, "case", "present", "changed", changes[0], "same definition",
+                          f"now {case_label(closest)}")
+            unmatched_new.remove(closest)
+            checked += 1
+            checker.check_case(case, closest)
+        else:
+            checker.metrics += 1
+            checker.drift(case, "case", "present", "missing", "-", "must run",
+                          "the run has no case with this definition")
+    for result in unmatched_new:
+        notes.append(f"not in the baseline: {case_label(result)} ({result.case_id})")
+    return CheckReport(run.run_id, baseline.run_id, checked, checker.metrics,
+                       tuple(checker.drifts), tuple(notes))

@@ -1,0 +1,298 @@
+"""The self-contained HTML page of a report: inline CSS, inline SVG figures, no script, no network.
+
+The page is rendered by Jinja2 with autoescaping on, from ``report.html`` and ``report.css``
+beside this module. Every string that comes from a user (spec, dataset and parameter names,
+failure reasons, hostnames) goes through the template's escaping; the figures are SVG
+written by matplotlib, which escapes its text itself. A Content-Security-Policy in the page
+forbids scripts and every fetch, so even a string that slipped through could not run or
+call out, and the page opens the same with the network off.
+
+>>> from accelml.report.html import CONTENT_SECURITY_POLICY
+>>> "script-src" in CONTENT_SECURITY_POLICY or "default-src 'none'" in CONTENT_SECURITY_POLICY
+True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from importlib import resources
+from typing import Any
+
+from accelml.report import plots
+from accelml.report.render import (
+    PHASES,
+    RunReport,
+    case_label,
+    environment_fields,
+    params_text,
+    varying_params,
+)
+
+CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+"""No script, no fetch of any kind: only the inline stylesheet and inline images."""
+
+
+def _template():
+    import jinja2
+
+    package = resources.files("accelml.report")
+    environment = jinja2.Environment(
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    template = environment.from_string(package.joinpath("report.html").read_text(encoding="utf-8"))
+    return template, package.joinpath("report.css").read_text(encoding="utf-8")
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"{value:.{digits}g}"
+
+
+def _timing_text(cell) -> tuple[str, str]:
+    """(median, 'q1–q3, n=5') of a table cell; dashes where there is none."""
+    if cell is None:
+        return "–", ""
+    if cell.count < 2:
+        return plots.format_seconds(cell.median), f"n={cell.count}"
+    low, high = plots.format_seconds(cell.q1), plots.format_seconds(cell.q3)
+    return plots.format_seconds(cell.median), f"IQR {low}–{high}, n={cell.count}"
+
+
+def _speedup_text(row) -> str:
+    if row.status != "ok":
+        return "–"
+    if row.is_reference:
+        return "reference"
+    if row.speedup is None:
+        return "–"
+    text = plots.format_speedup(row.speedup)
+    if row.efficiency is not None:
+        text += f" (efficiency {row.efficiency:.0%})"
+    return text
+
+
+def _speedup_cards(report: RunReport) -> list[dict[str, Any]]:
+    """One card per backend and device, a line per phase."""
+    cards: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in report.speedups:
+        card = cards.setdefault((entry.backend, entry.device),
+                                {"backend": entry.backend, "device": entry.device, "phases": []})
+        card["phases"].append({
+            "phase": entry.phase, "value": plots.format_speedup(entry.value),
+            "faster": entry.value >= 1, "cases": entry.cases,
+            "range": f"{entry.minimum:.2f}–{entry.maximum:.2f}"})
+    return list(cards.values())
+
+
+def _table(report: RunReport) -> dict[str, Any]:
+    rows = list(report.rows)
+    results = {result.case_id: result for result in report.results}
+    show_epoch = any(row.epoch is not None for row in rows)
+    show_workers = any(row.workers != 1 for row in rows)
+    show_strategy = any(result.strategy for result in report.results)
+    # Parameters that differ between cases get a column; the rest are said once, above.
+    names = varying_params(report.results)
+    common = dict(sorted((key, value) for result in report.results
+                         for key, value in result.params if key not in names))
+    body = []
+    for row in rows:
+        result = results.get(row.case_id)
+        cells = {}
+        for phase in PHASES:
+            cells[phase] = _timing_text(getattr(row, phase))
+        body.append({
+            "case_id": row.case_id, "algorithm": row.algorithm, "dataset": row.dataset,
+            "backend": row.backend, "device": row.device, "workers": row.workers,
+            "strategy": (result.strategy if result is not None else None) or "–",
+            "params": "" if result is None else params_text(result, names),
+            "fit": cells["fit"], "predict": cells["predict"], "epoch": cells["epoch"],
+            "speedup": _speedup_text(row),
+            "score": "–" if row.score is None else f"{row.score_name} {row.score:.4g}",
+            "agreement": "–" if row.status != "ok" else "reference" if row.is_reference else (
+                row.agreement.text() if row.agreement else "–"),
+            "reference": row.is_reference and row.status == "ok",
+            "ok": row.status == "ok", "noisy": row.noisy, "status": row.status,
+            "reason": row.reason,
+        })
+    return {"rows": body, "show_epoch": show_epoch, "show_workers": show_workers,
+            "show_strategy": show_strategy, "show_params": bool(names),
+            "common_params": " ".join(f"{key}={value}" for key, value in common.items()),
+            "phases": [phase for phase in ("fit", "predict")
+                       if any(getattr(row, phase) is not None for row in rows) or not show_epoch]}
+
+
+def _scaling_tables(report: RunReport) -> list[dict[str, Any]]:
+    tables = []
+    for chart in report.scaling_charts():
+        for series in chart.series:
+            tables.append({
+                "title": f"{chart.title}: {series.label}",
+                "points": [{
+                    "workers": point.workers,
+                    "epoch": plots.format_seconds(point.epoch_median),
+                    "spread": f"{plots.format_seconds(point.epoch_low)}–"
+                              f"{plots.format_seconds(point.epoch_high)}",
+                    "images": "–" if not math.isfinite(point.images_per_second)
+                              else f"{point.images_per_second:,.0f}",
+                    "speedup": plots.format_speedup(point.speedup) or "–",
+                    "efficiency": "–" if point.efficiency is None else f"{point.efficiency:.0%}",
+                } for point in series.points],
+            })
+    return tables
+
+
+def _scaling_cards(report: RunReport) -> list[dict[str, Any]]:
+    """The largest worker count of each scaling series: its speedup and efficiency."""
+    cards = []
+    for chart in report.scaling_charts():
+        for series in chart.series:
+            known = [p for p in series.points if p.speedup is not None and p.workers > 1]
+            if not known:
+                continue
+            top = max(known, key=lambda p: p.workers)
+            cards.append({"title": chart.title, "series": series.label, "workers": top.workers,
+                          "speedup": plots.format_speedup(top.speedup),
+                          "efficiency": "–" if top.efficiency is None
+                          else f"{top.efficiency:.0%}"})
+    return cards
+
+
+def _agreement_rows(report: RunReport, matrix) -> list[dict[str, Any]]:
+    def flag(value):
+        return "–" if value is None else ("yes" if value else "no")
+
+    # Name cases as the rest of the page does: parameters only where they tell cases apart.
+    names = varying_params(report.results)
+    labels = {r.case_id: case_label(r, params=names) for r in report.results}
+    entries = [(entry.case, None) for entry in matrix.run_to_run] + \
+              [(entry.b, entry.a) for entry in matrix.comparisons]
+    rows = []
+    for row, (case, reference) in zip(matrix.rows(), entries):
+        score = "–"
+        if row["score_difference"] is not None:
+            score = f"{row['score']} {row['score_difference']:+.3g}"
+        elif row["accuracy_difference"] is not None:
+            score = f"accuracy {row['accuracy_difference']:+.3g}"
+        identical = flag(row["identical"])
+        if row["kind"] == "run-to-run":
+            identical = "not repeated" if (row["repeats"] or 0) < 2 else \
+                f"{identical} ({row['repeats']} repeats)"
+        if row["kind"] == "cross-run":      # the same case in the other run
+            case, reference = reference, case
+        rows.append({
+            "kind": row["kind"],
+            "case": labels.get(case.case_id, case.label),
+            "reference": None if reference is None else (
+                f"run {reference.run_id}" if row["kind"] == "cross-run"
+                else labels.get(reference.case_id, reference.label)),
+            "identical": identical,
+            "labels": "–" if row["label_agreement"] is None else f"{row['label_agreement']:.2%}",
+            "max_abs": _number(row["max_abs_diff"]), "max_rel": _number(row["max_rel_diff"]),
+            "score": score, "expected": flag(row["expected_identical"]), "why": row["why"],
+            "unexpected": row["unexpected"],
+        })
+    return rows
+
+
+def _against(report: RunReport) -> dict[str, Any] | None:
+    against = report.against
+    if against is None:
+        return None
+    cases = []
+    for case in against.cases:
+        mine, theirs = dict(case.this_medians), dict(case.other_medians)
+        phases = []
+        for phase in PHASES:
+            if phase not in mine and phase not in theirs:
+                continue
+            ratio = case.ratio(phase)
+            # Only a difference beyond the medians' confidence intervals counts as one.
+            real = ratio is not None and case.is_distinct(phase) is not False
+            phases.append({
+                "phase": phase, "this": plots.format_seconds(mine.get(phase, math.nan)),
+                "other": plots.format_seconds(theirs.get(phase, math.nan)),
+                "ratio": "–" if ratio is None else f"{ratio:.3g}",
+                "verdict": "" if ratio is None else (
+                    "within noise" if not real else
+                    f"other {1 / ratio:.2g}× faster" if ratio < 1 else
+                    f"other {ratio:.2g}× slower" if ratio > 1 else "the same"),
+                "faster": real and ratio < 1,
+                "slower": real and ratio > 1,
+            })
+        cases.append({"label": case.label, "phases": phases or [{"phase": "–", "this": "–",
+                      "other": "–", "ratio": "–", "verdict": "", "faster": False,
+                      "slower": False}],
+                      "status": f"{case.this_status} / {case.other_status}",
+                      "ok": case.this_status == case.other_status == "ok",
+                      "env_differs": case.environment_differs})
+    means = [(phase, against.geometric_mean_ratio(phase)) for phase in PHASES]
+    return {
+        "other": against.other, "other_dir": against.other_results_dir, "cases": cases,
+        "means": [(phase, f"{value:.3g}") for phase, value in means if math.isfinite(value)],
+        "differences": against.environment_differences,
+        "this_hash": report.run.env_hash, "other_hash": against.other.env_hash,
+        "only_here": against.only_here, "only_there": against.only_there,
+    }
+
+
+def _environments(report: RunReport) -> list[dict[str, Any]]:
+    found = []
+    for environment, labels in report.environments:
+        # Hostname and SLURM job are not part of the hash: list every one measured under it.
+        same = [r.environment for r in report.results if r.env_hash == environment.env_hash]
+        several = {
+            "hostname": sorted({env.hostname for env in same if env.hostname}),
+            "SLURM job": sorted({env.slurm_job_id for env in same if env.slurm_job_id}),
+        }
+        fields = [(f"{name}s", ", ".join(several[name])) if len(several.get(name, ())) > 1
+                  else (name, value) for name, value in environment_fields(environment)]
+        found.append({"hash": environment.env_hash, "fields": fields,
+                      "libraries": environment.libraries, "cases": labels,
+                      "is_run": report.run.environment is not None
+                      and environment.env_hash == report.run.environment.env_hash})
+    return found
+
+
+def render_html(report: RunReport) -> str:
+    """The whole page as one string (figures drawn now, inlined as SVG)."""
+    from accelml import __version__
+
+    matrix = None
+    agreement_error = None
+    if any(result.ok for result in report.results):
+        try:
+            matrix = report.agreement()
+        except Exception as error:  # a broken array must not cost the rest of the report
+            agreement_error = f"{type(error).__name__}: {error}"
+    figures: dict[str, list[dict[str, Any]]] = {
+        section: [] for section in ("time", "scaling", "agreement", "against")}
+    for figure in report.figures(matrix, include_agreement=matrix is not None):
+        figures.setdefault(figure.section, []).append({
+            "name": figure.name, "title": figure.title, "caption": figure.caption,
+            "svg": plots.figure_svg(figure.draw())})
+    run = report.run
+    names = varying_params(report.results)
+    failed = [{"case_id": r.case_id, "label": case_label(r, params=names),
+               "failure": r.failure.value,
+               "reason": r.reason, "attempts": r.attempts} for r in report.failed]
+    template, css = _template()
+    from markupsafe import Markup
+
+    for section in figures.values():
+        for figure in section:
+            figure["svg"] = Markup(figure["svg"])
+    return template.render(
+        css=Markup(css), csp=CONTENT_SECURITY_POLICY, version=__version__,
+        generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        run=run, reference=report.reference, stored=len(report.results),
+        ok_count=sum(1 for r in report.results if r.ok),
+        failed=failed, missing=report.missing,
+        speedups=_speedup_cards(report),
+        scaling_cards=_scaling_cards(report), table=_table(report), figures=figures,
+        scaling_tables=_scaling_tables(report),
+        agreement_rows=[] if matrix is None else _agreement_rows(report, matrix),
+        agreement_error=agreement_error,
+        skipped=[] if matrix is None else list(matrix.skipped),
+        against=_against(report), environments=_environments(report),
+    )

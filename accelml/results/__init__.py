@@ -1,0 +1,22 @@
+"""Result records (:mod:`accelml.results.records`) and the SQLite store (:mod:`accelml.results.store`)."""
+
+from accelml.results.records import (
+    SCHEMA_VERSION,
+    ArrayRef,
+    CaseResult,
+    DatasetInfo,
+    DLMeasurements,
+    Environment,
+    EpochRecord,
+    FailureKind,
+    PhaseTiming,
+    RunRecord,
+    Score,
+)
+from accelml.results.store import DEFAULT_RESULTS_DIR, ResultsStore, array_digest
+
+__all__ = [
+    "SCHEMA_VERSION", "ArrayRef", "CaseResult", "DatasetInfo", "DLMeasurements", "Environment",
+    "EpochRecord", "FailureKind", "PhaseTiming", "RunRecord", "Score", "DEFAULT_RESULTS_DIR",
+    "ResultsStore", "array_digest",
+]

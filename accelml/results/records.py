@@ -1,0 +1,633 @@
+"""Record types of accelml results: what one run and one case measured, with a schema version.
+
+These frozen dataclasses are the contract between the runner (which produces them), the
+results store (which keeps them) and every reader (report, check, the reproducibility
+measures). A reader needs nothing but this module and :mod:`accelml.results.store`.
+
+The types
+---------
+``RunRecord``
+    One comparison: ``run_id``, the spec it came from (name, path, full text and hash),
+    the reference backend, the client's ``Environment``, ``status`` (``running`` /
+    ``finished`` / ``interrupted``), the number of planned cases and when it started.
+``CaseResult``
+    One case of a run, keyed by ``(run_id, case_id)``. What defines the case
+    (``algorithm``, ``task``, ``backend``, ``device``, ``workers``, ``strategy``,
+    ``dataset``, ``params``), ``status`` (``"ok"`` or ``"failed"``) with ``failure``
+    (``FailureKind``) and a one-line ``reason``; ``timings`` (one ``PhaseTiming`` per
+    phase: ``startup``, ``load``, ``fit``, ``predict``, ``epoch``), ``repeats`` and
+    ``warmup`` (rounds counted and not), ``stopped_because`` (why repeating stopped:
+    ``converged``, ``max_repeats``, ``max_seconds``, ``time_limit``, ``fixed``); ``scores``
+    (``Score``); ``predictions`` (``ArrayRef``: content digests of arrays kept beside
+    the store) and ``repeat_prediction_digests`` (the digest of the predictions of every
+    counted repeat, for run-to-run identity); ``peak_host_memory_bytes``,
+    ``peak_gpu_memory_bytes`` (``None`` without a GPU); ``threads``; ``environment``
+    (``Environment``, whose ``env_hash`` names it); ``dataset_info`` (``DatasetInfo``:
+    digest, shape, dtype, memory layout); ``dl`` (``DLMeasurements`` for Keras cases:
+    per-epoch times, loss and accuracy, images/s, per-rank weight digests, global batch
+    = per-worker batch x workers).
+``PhaseTiming``
+    ``samples`` (seconds of every counted repeat, warm-up excluded), ``warmup_samples``,
+    and what is derived from them: ``median``, ``q1``/``q3`` (the spread shown),
+    ``minimum``/``maximum``, the confidence interval of the median ``ci_low``/``ci_high``
+    at level ``ci_level`` and ``ci_halfwidth_rel`` (its larger half-width / median).
+    ``noisy`` is True when that half-width stayed above the target the case asked for.
+
+Every type has ``to_dict()`` (plain JSON-able data) and ``from_dict()``; ``CaseResult``
+and ``RunRecord`` also have ``to_json()`` / ``from_json()``. ``SCHEMA_VERSION`` is stored
+with every record; ``from_dict`` refuses a record of a newer schema.
+
+>>> timing = PhaseTiming.from_samples("fit", [1.0, 1.02, 0.98], target_rel=0.05)
+>>> round(timing.median, 2), timing.count, timing.noisy
+(1.0, 3, False)
+>>> PhaseTiming.from_dict(timing.to_dict()) == timing
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+JSONScalar = str | int | float | bool | None
+
+PHASES = ("startup", "load", "fit", "predict", "epoch")
+"""Phases a case may time. ``startup``: process start until the runner is ready (one sample);
+``load``: dataset load or cache read (one sample); ``fit`` / ``predict``: one sample per counted
+repeat; ``epoch``: one sample per counted epoch (the first epoch is warm-up)."""
+
+
+class FailureKind(str, Enum):
+    """Why a case failed; ``NONE`` for a case that succeeded."""
+
+    NONE = ""
+    ERROR = "error"              # the case raised (bad parameter, library error, ...)
+    TIMEOUT = "timeout"          # it ran past its time limit and was killed
+    MEMORY = "memory"            # killed for memory (MemoryError, or SIGKILL by the OOM killer)
+    KILLED = "killed"            # its process died by a signal or exited without a result
+    UNAVAILABLE = "unavailable"  # the backend or device is not available on this machine
+    LOST = "lost"                # the worker running it was lost, also after retries
+
+
+class SchemaError(ValueError):
+    """A stored record that this version of accelml cannot read."""
+
+
+def _check_schema(data: dict[str, Any], kind: str) -> None:
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"{kind} has schema version {version}; this accelml reads up to {SCHEMA_VERSION}"
+        )
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal data gives equal text (and equal hashes)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+def _binomial_cdf_half(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2)."""
+    return sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n
+
+
+def median_confidence_interval(
+    samples: list[float] | tuple[float, ...], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Distribution-free confidence interval of the median from order statistics.
+
+    Returns ``(low, high, level)``: the narrowest interval ``[x_(k), x_(n-k+1)]`` whose
+    coverage is at least ``confidence``. With too few samples for that level, the interval
+    is ``[min, max]`` and ``level`` is its real coverage, ``1 - 2 * 0.5**n`` (0.75 for 3
+    samples), so a reader always sees how sure the interval is.
+
+    >>> median_confidence_interval([3.0, 1.0, 2.0])
+    (1.0, 3.0, 0.75)
+    >>> low, high, level = median_confidence_interval(list(range(20)))
+    >>> (low, high, round(level, 3))
+    (5, 14, 0.959)
+    """
+    ordered = sorted(samples)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("no samples")
+    if n == 1:
+        return ordered[0], ordered[0], 0.0
+    best = (ordered[0], ordered[-1], 1.0 - 2.0 * 0.5**n)
+    # k is the 1-based rank of the lower bound; coverage = 1 - 2 * P(X <= k - 1).
+    for k in range(2, n // 2 + 1):
+        level = 1.0 - 2.0 * _binomial_cdf_half(k - 1, n)
+        if level < confidence:
+            break
+        best = (ordered[k - 1], ordered[n - k], level)
+    return best
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    if len(ordered) == 1:
+        return ordered[0]
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class PhaseTiming:
+    """Wall-clock seconds of one phase over the counted repeats, and the figures derived from them."""
+
+    phase: str
+    samples: tuple[float, ...]
+    warmup_samples: tuple[float, ...] = ()
+    median: float = math.nan
+    q1: float = math.nan
+    q3: float = math.nan
+    minimum: float = math.nan
+    maximum: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    ci_level: float = 0.0
+    ci_halfwidth_rel: float = math.inf
+    target_rel: float | None = None
+    noisy: bool = False
+
+    @classmethod
+    def from_samples(
+        cls,
+        phase: str,
+        samples: list[float] | tuple[float, ...],
+        warmup_samples: list[float] | tuple[float, ...] = (),
+        *,
+        confidence: float = 0.95,
+        target_rel: float | None = None,
+    ) -> "PhaseTiming":
+        """Derive median, spread and the median's confidence interval from raw samples.
+
+        ``target_rel`` is the half-width (relative to the median) the interval should reach;
+        ``noisy`` is set when it did not. Phases measured once (startup, load) pass ``None``.
+        """
+        samples = tuple(float(s) for s in samples)
+        if not samples:
+            raise ValueError(f"phase {phase!r} has no samples")
+        ordered = sorted(samples)
+        median = statistics.median(ordered)
+        low, high, level = median_confidence_interval(ordered, confidence)
+        if median > 0:
+            halfwidth = max(median - low, high - median) / median
+        else:
+            halfwidth = 0.0 if low == high else math.inf
+        noisy = target_rel is not None and (len(samples) < 2 or halfwidth > target_rel)
+        return cls(
+            phase=phase,
+            samples=samples,
+            warmup_samples=tuple(float(s) for s in warmup_samples),
+            median=median,
+            q1=_quantile(ordered, 0.25),
+            q3=_quantile(ordered, 0.75),
+            minimum=ordered[0],
+            maximum=ordered[-1],
+            ci_low=low,
+            ci_high=high,
+            ci_level=level,
+            ci_halfwidth_rel=halfwidth,
+            target_rel=target_rel,
+            noisy=noisy,
+        )
+
+    @property
+    def count(self) -> int:
+        return len(self.samples)
+
+    def converged(self, target_rel: float) -> bool:
+        """True when the median's interval is within ``target_rel`` of the median (needs 2+ samples)."""
+        return self.count >= 2 and self.ci_halfwidth_rel <= target_rel
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PhaseTiming":
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        values["samples"] = tuple(values.get("samples", ()))
+        values["warmup_samples"] = tuple(values.get("warmup_samples", ()))
+        for name in ("median", "q1", "q3", "minimum", "maximum", "ci_low", "ci_high",
+                     "ci_halfwidth_rel"):
+            if values.get(name) is None:
+                values[name] = math.nan if name != "ci_halfwidth_rel" else math.inf
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Score:
+    """One quality figure of a case (accuracy, r2, inertia, log_loss, ...)."""
+
+    name: str
+    value: float
+    higher_is_better: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Score":
+        value = data["value"]
+        return cls(data["name"], math.nan if value is None else float(value),
+                   bool(data["higher_is_better"]))
+
+
+@dataclass(frozen=True)
+class ArrayRef:
+    """An array kept beside the store under its content digest (see ``store.array_digest``)."""
+
+    name: str            # "predictions", "probabilities", "labels", ...
+    digest: str          # sha256 hex of dtype, shape and C-order bytes
+    dtype: str
+    shape: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "digest": self.digest, "dtype": self.dtype,
+                "shape": list(self.shape)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ArrayRef":
+        return cls(data["name"], data["digest"], data["dtype"], tuple(data["shape"]))
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What data a case ran on: its content digest, shape, dtype and memory layout."""
+
+    name: str
+    digest: str
+    source: str              # "generated", "shipped", "file", "keras", "openml"
+    task: str                # "classification", "regression", "clustering"
+    n_train: int
+    n_test: int
+    n_features: int
+    n_classes: int | None
+    dtype: str
+    layout: str              # "C", "F" or "csr"
+    feature_shape: tuple[int, ...] = ()   # per-sample shape for images, e.g. (28, 28, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["feature_shape"] = list(self.feature_shape)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DatasetInfo":
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        values["feature_shape"] = tuple(values.get("feature_shape", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class GPUDevice:
+    model: str
+    driver: str
+    memory_mib: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a result was measured. ``env_hash`` names the software + hardware environment.
+
+    The hash covers python, platform, CPU model, core counts, library versions and GPUs; it
+    leaves out ``hostname``, ``slurm_job_id`` and ``threads`` so that the same software on the
+    same kind of node gets the same name.
+    """
+
+    python: str
+    platform: str
+    cpu_model: str
+    logical_cores: int
+    physical_cores: int | None
+    usable_cores: int                          # cores in this process's affinity mask
+    libraries: tuple[tuple[str, str], ...]     # (distribution, version), sorted
+    gpus: tuple[GPUDevice, ...] = ()
+    hostname: str = ""
+    slurm_job_id: str | None = None
+    threads: int | None = None                 # threads this case was allowed to use
+
+    @property
+    def env_hash(self) -> str:
+        identity = {
+            "python": self.python,
+            "platform": self.platform,
+            "cpu_model": self.cpu_model,
+            "logical_cores": self.logical_cores,
+            "physical_cores": self.physical_cores,
+            "libraries": [list(item) for item in self.libraries],
+            "gpus": [gpu.to_dict() for gpu in self.gpus],
+        }
+        return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:16]
+
+    def library_version(self, name: str) -> str | None:
+        return dict(self.libraries).get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["libraries"] = [list(item) for item in self.libraries]
+        data["gpus"] = [gpu.to_dict() for gpu in self.gpus]
+        data["env_hash"] = self.env_hash
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Environment":
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        values["libraries"] = tuple(tuple(item) for item in values.get("libraries", ()))
+        values["gpus"] = tuple(GPUDevice(**gpu) for gpu in values.get("gpus", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """One training epoch of a deep-learning case (as seen by rank 0)."""
+
+    epoch: int
+    seconds: float
+    loss: float
+    accuracy: float | None = None
+    val_loss: float | None = None
+    val_accuracy: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EpochRecord":
+        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class DLMeasurements:
+    """What a deep-learning (Keras) case measured beyond the common fields.
+
+    ``epochs`` holds every epoch including the first; ``warmup_epochs`` of them are left out of
+    the ``epoch`` PhaseTiming and of ``images_per_second``. ``global_batch_size`` is always
+    ``per_worker_batch_size * workers``.
+    """
+
+    model: str
+    epochs: tuple[EpochRecord, ...]
+    per_worker_batch_size: int
+    workers: int
+    learning_rate: float
+    images_per_second: float
+    warmup_epochs: int = 1
+    strategy: str | None = None          # "horovod", "mirrored", "jax", None for one worker
+    lr_scaling: str = "linear"           # "none", "linear", "sqrt"
+    rank_weight_digests: tuple[str, ...] = ()   # final weights of each rank (sha256)
+    final_loss: float | None = None
+    final_accuracy: float | None = None
+    test_loss: float | None = None
+    test_accuracy: float | None = None
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.per_worker_batch_size * self.workers
+
+    @property
+    def ranks_identical(self) -> bool | None:
+        """True when every rank ended with the same weights (None if digests were not taken)."""
+        if not self.rank_weight_digests:
+            return None
+        return len(set(self.rank_weight_digests)) == 1
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["epochs"] = [epoch.to_dict() for epoch in self.epochs]
+        data["rank_weight_digests"] = list(self.rank_weight_digests)
+        data["global_batch_size"] = self.global_batch_size
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DLMeasurements":
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        values["epochs"] = tuple(EpochRecord.from_dict(e) for e in values.get("epochs", ()))
+        values["rank_weight_digests"] = tuple(values.get("rank_weight_digests", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything one case measured (or why it failed). Keyed by ``(run_id, case_id)``."""
+
+    run_id: str
+    case_id: str
+    algorithm: str
+    backend: str
+    device: str
+    dataset: str
+    status: str                                   # "ok" or "failed"
+    task: str = ""
+    workers: int = 1
+    strategy: str | None = None
+    params: tuple[tuple[str, JSONScalar], ...] = ()
+    failure: FailureKind = FailureKind.NONE
+    reason: str = ""
+    timings: tuple[PhaseTiming, ...] = ()
+    repeats: int = 0                              # counted repeats (warm-up excluded)
+    warmup: int = 0
+    stopped_because: str = ""                     # converged | max_repeats | max_seconds | time_limit | fixed | epochs
+    scores: tuple[Score, ...] = ()
+    predictions: tuple[ArrayRef, ...] = ()
+    repeat_prediction_digests: tuple[str, ...] = ()
+    peak_host_memory_bytes: int | None = None
+    peak_gpu_memory_bytes: int | None = None
+    threads: int | None = None
+    thread_pools: tuple[tuple[str, int], ...] = ()   # (threadpoolctl api/library, num_threads)
+    environment: Environment | None = None
+    dataset_info: DatasetInfo | None = None
+    dl: DLMeasurements | None = None
+    started_at: str = ""                          # ISO 8601, UTC
+    finished_at: str = ""
+    wall_seconds: float | None = None             # client-side, process start to result
+    attempts: int = 1
+    schema_version: int = SCHEMA_VERSION
+
+    OK = "ok"
+    FAILED = "failed"
+
+    def __post_init__(self) -> None:
+        if self.status not in (self.OK, self.FAILED):
+            raise ValueError(f"status must be 'ok' or 'failed', not {self.status!r}")
+        if self.status == self.FAILED and not self.reason:
+            raise ValueError("a failed case needs a reason")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == self.OK
+
+    @property
+    def env_hash(self) -> str | None:
+        return None if self.environment is None else self.environment.env_hash
+
+    @property
+    def noisy(self) -> bool:
+        return any(t.noisy for t in self.timings)
+
+    def timing(self, phase: str) -> PhaseTiming | None:
+        for timing in self.timings:
+            if timing.phase == phase:
+                return timing
+        return None
+
+    def score(self, name: str) -> float | None:
+        for score in self.scores:
+            if score.name == name:
+                return score.value
+        return None
+
+    def prediction(self, name: str = "predictions") -> ArrayRef | None:
+        for ref in self.predictions:
+            if ref.name == name:
+                return ref
+        return None
+
+    @property
+    def params_dict(self) -> dict[str, JSONScalar]:
+        return dict(self.params)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "run_id": self.run_id,
+            "case_id": self.case_id,
+            "algorithm": self.algorithm,
+            "task": self.task,
+            "backend": self.backend,
+            "device": self.device,
+            "workers": self.workers,
+            "strategy": self.strategy,
+            "dataset": self.dataset,
+            "params": {key: value for key, value in self.params},
+            "status": self.status,
+            "failure": self.failure.value,
+            "reason": self.reason,
+            "timings": [t.to_dict() for t in self.timings],
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "stopped_because": self.stopped_because,
+            "scores": [s.to_dict() for s in self.scores],
+            "predictions": [p.to_dict() for p in self.predictions],
+            "repeat_prediction_digests": list(self.repeat_prediction_digests),
+            "peak_host_memory_bytes": self.peak_host_memory_bytes,
+            "peak_gpu_memory_bytes": self.peak_gpu_memory_bytes,
+            "threads": self.threads,
+            "thread_pools": [list(item) for item in self.thread_pools],
+            "environment": None if self.environment is None else self.environment.to_dict(),
+            "dataset_info": None if self.dataset_info is None else self.dataset_info.to_dict(),
+            "dl": None if self.dl is None else self.dl.to_dict(),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "wall_seconds": self.wall_seconds,
+            "attempts": self.attempts,
+        }
+
+    def to_json(self) -> str:
+        return canonical_json(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CaseResult":
+        _check_schema(data, "case result")
+        environment = data.get("environment")
+        dataset_info = data.get("dataset_info")
+        dl = data.get("dl")
+        return cls(
+            run_id=data["run_id"],
+            case_id=data["case_id"],
+            algorithm=data["algorithm"],
+            backend=data["backend"],
+            device=data["device"],
+            dataset=data["dataset"],
+            status=data["status"],
+            task=data.get("task", ""),
+            workers=int(data.get("workers", 1)),
+            strategy=data.get("strategy"),
+            params=tuple(sorted((data.get("params") or {}).items())),
+            failure=FailureKind(data.get("failure", "")),
+            reason=data.get("reason", ""),
+            timings=tuple(PhaseTiming.from_dict(t) for t in data.get("timings", ())),
+            repeats=int(data.get("repeats", 0)),
+            warmup=int(data.get("warmup", 0)),
+            stopped_because=data.get("stopped_because", ""),
+            scores=tuple(Score.from_dict(s) for s in data.get("scores", ())),
+            predictions=tuple(ArrayRef.from_dict(p) for p in data.get("predictions", ())),
+            repeat_prediction_digests=tuple(data.get("repeat_prediction_digests", ())),
+            peak_host_memory_bytes=data.get("peak_host_memory_bytes"),
+            peak_gpu_memory_bytes=data.get("peak_gpu_memory_bytes"),
+            threads=data.get("threads"),
+            thread_pools=tuple(tuple(item) for item in data.get("thread_pools", ())),
+            environment=None if environment is None else Environment.from_dict(environment),
+            dataset_info=None if dataset_info is None else DatasetInfo.from_dict(dataset_info),
+            dl=None if dl is None else DLMeasurements.from_dict(dl),
+            started_at=data.get("started_at", ""),
+            finished_at=data.get("finished_at", ""),
+            wall_seconds=data.get("wall_seconds"),
+            attempts=int(data.get("attempts", 1)),
+            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "CaseResult":
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One comparison: the spec it ran, its reference backend and the client's environment."""
+
+    run_id: str
+    spec_name: str
+    spec_hash: str                 # sha256 of the spec text
+    spec_text: str                 # the TOML itself, so a run can be resumed or re-read anywhere
+    spec_path: str = ""
+    reference_backend: str | None = None
+    created_at: str = ""           # ISO 8601, UTC
+    status: str = "running"        # "running", "finished", "interrupted"
+    planned_cases: int = 0
+    environment: Environment | None = None
+    case_ids: tuple[str, ...] = field(default=())   # every planned case, in spec order
+    deterministic: bool = False    # ran in deterministic mode (accelml.runner.determinism)
+    schema_version: int = SCHEMA_VERSION
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def env_hash(self) -> str | None:
+        return None if self.environment is None else self.environment.env_hash
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["environment"] = None if self.environment is None else self.environment.to_dict()
+        data["case_ids"] = list(self.case_ids)
+        return data
+
+    def to_json(self) -> str:
+        return canonical_json(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunRecord":
+        _check_schema(data, "run record")
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        environment = values.get("environment")
+        values["environment"] = None if environment is None else Environment.from_dict(environment)
+        values["case_ids"] = tuple(values.get("case_ids", ()))
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunRecord":
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,339 @@
+"""The results store: one SQLite file per results directory, arrays content-addressed beside it.
+
+Layout of a results directory (default ``./accelml-results/``)::
+
+    accelml-results/
+      results.sqlite          runs, case results, schema version (WAL mode)
+      arrays/ab/abcdef....npy predictions and other arrays, named by their sha256 digest
+
+Only the client process writes (the runner returns its arrays as bytes with its result).
+Each finished case is one transaction, so an interrupted run keeps every finished case,
+and ``(run_id, case_id)`` is the primary key, so a resumed run cannot duplicate one. Two
+processes may write the same store at once: the database is in WAL mode with a busy
+timeout and every write takes the write lock up front (``BEGIN IMMEDIATE``); arrays are
+written to a temporary file and renamed into place.
+
+The API (everything a reader such as a report or a reproducibility check needs)::
+
+    from accelml.results.store import ResultsStore
+    store = ResultsStore("accelml-results")          # a directory (created) or a .sqlite path
+    store.list_runs()                 -> list[RunRecord], newest first
+    store.get_run(run_id)             -> RunRecord (AccelmlError if unknown; a unique prefix works)
+    store.latest_run()                -> RunRecord | None
+    store.case_results(run_id)        -> list[CaseResult], in the run's planned case order
+    store.case_result(run_id, case_id)-> CaseResult | None
+    store.finished_case_ids(run_id)   -> set[str]
+    store.read_array(digest)          -> numpy.ndarray
+    store.has_array(digest)           -> bool
+
+Writers (the compare client)::
+
+    store.create_run(run_record)
+    store.add_case_result(case_result, arrays={digest: npy_bytes})   # one transaction
+    store.set_run_status(run_id, RunRecord.FINISHED)
+    store.put_array(array)            -> digest  (idempotent)
+
+>>> import tempfile, numpy as np
+>>> store = ResultsStore(tempfile.mkdtemp())
+>>> digest = store.put_array(np.arange(3))
+>>> store.read_array(digest).tolist()
+[0, 1, 2]
+>>> store.list_runs()
+[]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sqlite3
+import tempfile
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import numpy as np
+
+from accelml.errors import AccelmlError
+from accelml.results.records import SCHEMA_VERSION, CaseResult, RunRecord
+
+DEFAULT_RESULTS_DIR = "accelml-results"
+DATABASE_NAME = "results.sqlite"
+ARRAYS_DIR = "arrays"
+BUSY_TIMEOUT_MS = 60_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    created_at  TEXT NOT NULL,
+    spec_name   TEXT NOT NULL,
+    spec_hash   TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    record_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cases (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    case_id     TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    algorithm   TEXT NOT NULL,
+    backend     TEXT NOT NULL,
+    device      TEXT NOT NULL,
+    workers     INTEGER NOT NULL,
+    dataset     TEXT NOT NULL,
+    env_hash    TEXT,
+    finished_at TEXT NOT NULL,
+    record_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, case_id)
+);
+CREATE INDEX IF NOT EXISTS cases_by_identity ON cases (algorithm, backend, device, dataset);
+"""
+
+
+def array_digest(array: np.ndarray) -> str:
+    """sha256 of an array's dtype, shape and C-order bytes: equal arrays get equal digests.
+
+    >>> array_digest(np.zeros(2)) == array_digest(np.zeros(2, order="F"))
+    True
+    >>> array_digest(np.zeros(2)) == array_digest(np.zeros(2, dtype=np.float32))
+    False
+    """
+    array = np.ascontiguousarray(array)
+    hasher = hashlib.sha256()
+    hasher.update(f"{array.dtype.str}|{array.shape}|".encode())
+    hasher.update(array.tobytes())
+    return hasher.hexdigest()
+
+
+def array_to_npy_bytes(array: np.ndarray) -> bytes:
+    """The ``.npy`` file content of an array (no pickles)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _resolve(location: str | os.PathLike[str] | None) -> tuple[Path, Path]:
+    path = Path(location if location is not None else DEFAULT_RESULTS_DIR)
+    if path.suffix in (".sqlite", ".db", ".sqlite3"):
+        return path.parent, path
+    return path, path / DATABASE_NAME
+
+
+class ResultsStore:
+    """A results directory: the SQLite database and the content-addressed arrays beside it."""
+
+    def __init__(self, location: str | os.PathLike[str] | None = None, *, create: bool = True):
+        self.directory, self.database = _resolve(location)
+        if not self.database.exists():
+            if not create:
+                raise AccelmlError(f"no results store at {self.database}")
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self.arrays_directory = self.directory / ARRAYS_DIR
+        with self._connect() as connection:
+            self._migrate(connection)
+
+    def __repr__(self) -> str:
+        return f"ResultsStore({str(self.directory)!r})"
+
+    # -- connections -------------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            connection = sqlite3.connect(
+                self.database, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
+        except sqlite3.Error as error:
+            raise AccelmlError(f"cannot open results store {self.database}: {error}") from error
+        with closing(connection):
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            yield connection
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction that holds the write lock from its start."""
+        with self._connect() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        """Create the tables if needed (a write only the first time); refuse a newer schema."""
+        try:
+            row = connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if row is not None and int(row[0]) <= SCHEMA_VERSION:
+            return
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            # executescript() would COMMIT on its own: run the statements one by one.
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            row = connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                connection.execute("INSERT INTO meta VALUES ('schema_version', ?)",
+                                   (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise AccelmlError(
+                    f"results store {self.database} has schema version {row[0]}; "
+                    f"this accelml reads up to {SCHEMA_VERSION} (upgrade accelml)"
+                )
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def create_run(self, run: RunRecord) -> None:
+        """Record a new run (its status is normally ``running``)."""
+        with self._write() as connection:
+            try:
+                connection.execute(
+                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+                    (run.run_id, run.created_at, run.spec_name, run.spec_hash, run.status,
+                     run.to_json()),
+                )
+            except sqlite3.IntegrityError as error:
+                raise AccelmlError(f"run {run.run_id} already exists in {self.database}") from error
+
+    def set_run_status(self, run_id: str, status: str) -> None:
+        with self._write() as connection:
+            row = connection.execute("SELECT record_json FROM runs WHERE run_id=?",
+                                     (run_id,)).fetchone()
+            if row is None:
+                raise AccelmlError(f"no run {run_id} in {self.database}")
+            record = RunRecord.from_json(row[0])
+            updated = RunRecord.from_dict({**record.to_dict(), "status": status})
+            connection.execute("UPDATE runs SET status=?, record_json=? WHERE run_id=?",
+                               (status, updated.to_json(), run_id))
+
+    def list_runs(self) -> list[RunRecord]:
+        """Every run in the store, newest first."""
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT record_json FROM runs ORDER BY created_at DESC, run_id DESC"
+            ).fetchall()
+        return [RunRecord.from_json(row[0]) for row in rows]
+
+    def latest_run(self) -> RunRecord | None:
+        runs = self.list_runs()
+        return runs[0] if runs else None
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run named ``run_id`` (or by a unique prefix of it)."""
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT run_id, record_json FROM runs WHERE run_id = ? OR run_id LIKE ?",
+                (run_id, run_id.replace("%", "").replace("_", r"\_") + "%"),
+            ).fetchall()
+        exact = [row for row in rows if row[0] == run_id]
+        rows = exact or rows
+        if not rows:
+            known = ", ".join(run.run_id for run in self.list_runs()[:5]) or "none"
+            raise AccelmlError(f"no run {run_id!r} in {self.database} (latest: {known})")
+        if len(rows) > 1:
+            raise AccelmlError(f"run id prefix {run_id!r} is ambiguous: "
+                               + ", ".join(sorted(row[0] for row in rows)))
+        return RunRecord.from_json(rows[0][1])
+
+    # -- case results --------------------------------------------------------------------
+
+    def add_case_result(self, result: CaseResult,
+                        arrays: Mapping[str, bytes] | None = None) -> bool:
+        """Store one finished case in one transaction; its arrays are written first.
+
+        ``arrays`` maps a digest to the ``.npy`` bytes of that array. Returns False (and
+        changes nothing) when this case of this run is already stored.
+        """
+        for digest, content in (arrays or {}).items():
+            self._put_array_bytes(digest, content)
+        with self._write() as connection:
+            if connection.execute("SELECT 1 FROM runs WHERE run_id=?",
+                                  (result.run_id,)).fetchone() is None:
+                raise AccelmlError(f"no run {result.run_id} in {self.database}")
+            cursor = connection.execute(
+                "INSERT OR IGNORE INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (result.run_id, result.case_id, result.status, result.algorithm, result.backend,
+                 result.device, result.workers, result.dataset, result.env_hash,
+                 result.finished_at, result.to_json()),
+            )
+            return cursor.rowcount == 1
+
+    def case_results(self, run_id: str) -> list[CaseResult]:
+        """The stored results of a run, in the order its cases were planned."""
+        run = self.get_run(run_id)
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT case_id, record_json FROM cases WHERE run_id=? ORDER BY finished_at",
+                (run.run_id,),
+            ).fetchall()
+        order = {case_id: index for index, case_id in enumerate(run.case_ids)}
+        rows.sort(key=lambda row: order.get(row[0], len(order)))
+        return [CaseResult.from_json(row[1]) for row in rows]
+
+    def case_result(self, run_id: str, case_id: str) -> CaseResult | None:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT record_json FROM cases WHERE run_id=? AND case_id=?", (run_id, case_id)
+            ).fetchone()
+        return None if row is None else CaseResult.from_json(row[0])
+
+    def finished_case_ids(self, run_id: str) -> set[str]:
+        """Cases of the run that are stored (ok or failed): what ``--resume`` skips."""
+        with self._connect() as connection:
+            rows = connection.execute("SELECT case_id FROM cases WHERE run_id=?",
+                                      (run_id,)).fetchall()
+        return {row[0] for row in rows}
+
+    # -- arrays ----------------------------------------------------------------------------
+
+    def _array_path(self, digest: str) -> Path:
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise AccelmlError(f"not an array digest: {digest!r}")
+        return self.arrays_directory / digest[:2] / f"{digest}.npy"
+
+    def has_array(self, digest: str) -> bool:
+        return self._array_path(digest).exists()
+
+    def _put_array_bytes(self, digest: str, content: bytes) -> None:
+        path = self._array_path(digest)
+        if path.exists():
+            return
+        array = np.load(io.BytesIO(content), allow_pickle=False)
+        if array_digest(array) != digest:
+            raise AccelmlError(f"array content does not match its digest {digest[:12]}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(content)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def put_array(self, array: np.ndarray) -> str:
+        """Keep an array under its content digest (idempotent) and return the digest."""
+        digest = array_digest(array)
+        self._put_array_bytes(digest, array_to_npy_bytes(array))
+        return digest
+
+    def read_array(self, digest: str) -> np.ndarray:
+        path = self._array_path(digest)
+        if not path.exists():
+            raise AccelmlError(f"array {digest[:12]} is not in {self.arrays_directory}")
+        return np.load(path, allow_pickle=False)

@@ -1,0 +1,378 @@
+"""Deterministic mode: what each backend needs to repeat itself, and where identity is not possible.
+
+Two halves:
+
+* **Settings** (:func:`settings_for`, :func:`apply`): the seed, thread counts, environment
+  variables and library switches a case needs for run-to-run bitwise identity.
+  ``settings_for`` is pure (it only describes); ``apply`` changes the calling process.
+* **Expectations** (:func:`run_to_run_expectation`, :func:`pair_expectation`): a statement
+  of whether two results *should* be bitwise identical, and why not when they should not.
+  The agreement matrix (:mod:`accelml.report.repro`) prints it beside every measure, so a
+  reader can tell a bug (identity expected, not found) from a property of the backends.
+
+What deterministic mode sets, by backend:
+
+=============  ==========================================================================
+every case     ``PYTHONHASHSEED``; Python's and NumPy's global seeds; ``random_state`` =
+               the case seed where the algorithm takes one and the spec left it unset;
+               a fixed thread count (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
+               ``OPENBLAS_NUM_THREADS``; ``n_jobs`` where the algorithm takes one)
+sklearn        nothing more: with a seed and a fixed thread count it repeats itself
+sklearnex      nothing more (oneDAL's CPU algorithms repeat with a seed and fixed threads)
+xgboost        ``random_state`` (XGBoost's ``seed``) and ``n_jobs`` (``nthread``); the CUDA
+               histogram is deterministic by default (pre-rounded sums, XGBoost >= 1.1)
+keras (TF)     ``keras.utils.set_random_seed``, ``tf.config.experimental.enable_op_determinism()``
+               (also ``TF_DETERMINISTIC_OPS=1``, ``TF_CUDNN_DETERMINISTIC=1``), TF intra/inter-op
+               threads; on CUDA ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
+keras (JAX)    ``XLA_FLAGS=--xla_gpu_deterministic_ops=true`` (before JAX is imported)
+horovod        ``HOROVOD_FUSION_THRESHOLD=0`` (tensor fusion off: each gradient is reduced on
+               its own, so chunk boundaries and summation order do not depend on timing) and
+               ``HOROVOD_HIERARCHICAL_ALLREDUCE=0``
+=============  ==========================================================================
+
+Environment variables must be in place before the libraries that read them are imported:
+the runner passes ``settings.environment`` to the case's process (or calls :func:`apply`
+first thing in it); every Horovod rank inherits them from ``horovodrun``/``srun``, and each
+rank calls :func:`apply_tensorflow` before building its model.
+
+>>> from types import SimpleNamespace
+>>> case = SimpleNamespace(algorithm="kmeans", backend="sklearn", device="cpu", workers=1,
+...                        strategy=None, params=(("n_clusters", 3),), seed=7, threads=2)
+>>> settings = settings_for(case)
+>>> dict(settings.params)["random_state"], dict(settings.environment)["OMP_NUM_THREADS"]
+(7, '2')
+>>> run_to_run_expectation(case).bitwise
+True
+>>> other = SimpleNamespace(**{**vars(case), "backend": "sklearnex"})
+>>> pair_expectation(case, other).bitwise
+False
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+JSONScalar = str | int | float | bool | None
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+TF_DETERMINISM_VARIABLES = (("TF_DETERMINISTIC_OPS", "1"), ("TF_CUDNN_DETERMINISTIC", "1"))
+HOROVOD_VARIABLES = (("HOROVOD_FUSION_THRESHOLD", "0"), ("HOROVOD_HIERARCHICAL_ALLREDUCE", "0"))
+CUDA_VARIABLES = (("CUBLAS_WORKSPACE_CONFIG", ":4096:8"),)
+JAX_FLAG = "--xla_gpu_deterministic_ops=true"
+
+
+class CaseLike(Protocol):
+    """What these functions read from a case: a spec ``Case`` or a stored ``CaseResult``."""
+
+    algorithm: str
+    backend: str
+    device: str
+    workers: int
+    strategy: str | None
+    params: tuple[tuple[str, JSONScalar], ...]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Whether two results should be bitwise identical, and the reason either way."""
+
+    bitwise: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bitwise": self.bitwise, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class DeterministicSettings:
+    """Everything deterministic mode sets for one case (a description; :func:`apply` acts on it)."""
+
+    seed: int
+    threads: int | None
+    environment: tuple[tuple[str, str], ...]       # variables set before libraries load
+    params: tuple[tuple[str, JSONScalar], ...]     # the case's estimator params, seed filled in
+    tensorflow: bool = False                       # seed TF and enable op determinism
+    training: tuple[tuple[str, JSONScalar], ...] = ()   # TrainingConfig keys for keras cases
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seed": self.seed, "threads": self.threads,
+                "environment": dict(self.environment), "params": dict(self.params),
+                "tensorflow": self.tensorflow, "training": dict(self.training),
+                "notes": list(self.notes)}
+
+
+def _is_deep_learning(case: CaseLike) -> bool:
+    return case.backend == "keras"
+
+
+def _uses_horovod(case: CaseLike) -> bool:
+    return (case.strategy or "") == "horovod"
+
+
+def _uses_jax(case: CaseLike) -> bool:
+    return (case.strategy or "").startswith("jax")
+
+
+def _algorithm_params(algorithm: str) -> tuple[str, ...]:
+    from accelml.estimators._algorithms import ALGORITHMS
+
+    found = ALGORITHMS.get(algorithm)
+    return () if found is None else found.param_names
+
+
+def deterministic_params(algorithm: str, params: tuple[tuple[str, JSONScalar], ...] | dict,
+                         seed: int, threads: int | None = None
+                         ) -> tuple[tuple[str, JSONScalar], ...]:
+    """``params`` with ``random_state`` (and ``n_jobs``) filled in where the spec left them unset.
+
+    A value the spec gives is kept: deterministic mode never overrides a choice.
+
+    >>> deterministic_params("random_forest_classifier", {"n_estimators": 10}, seed=3, threads=1)
+    (('n_estimators', 10), ('n_jobs', 1), ('random_state', 3))
+    >>> deterministic_params("linear_regression", {}, seed=3)
+    ()
+    """
+    values = dict(params)
+    accepted = _algorithm_params(algorithm)
+    if "random_state" in accepted and values.get("random_state") is None:
+        values["random_state"] = seed
+    if threads is not None and "n_jobs" in accepted and values.get("n_jobs") is None:
+        values["n_jobs"] = threads
+    return tuple(sorted(values.items()))
+
+
+def settings_for(case: CaseLike, *, seed: int | None = None,
+                 threads: int | None = None) -> DeterministicSettings:
+    """What deterministic mode sets for ``case`` (nothing is changed; see :func:`apply`).
+
+    ``seed`` and ``threads`` default to the case's own (``case.seed``, ``case.threads``);
+    without a thread count the threads stay as the executor gave them, and the notes say
+    that bitwise identity then holds only on the same core count.
+    """
+    seed = int(getattr(case, "seed", 0) if seed is None else seed)
+    threads = getattr(case, "threads", None) if threads is None else threads
+    environment: dict[str, str] = {"PYTHONHASHSEED": str(seed)}
+    notes: list[str] = []
+    if threads is not None:
+        environment.update({name: str(threads) for name in THREAD_VARIABLES})
+    else:
+        notes.append("no fixed thread count: identity holds only on the same number of cores")
+    tensorflow = False
+    training: tuple[tuple[str, JSONScalar], ...] = ()
+    if _is_deep_learning(case):
+        # accelml.dl seeds TF and enables op determinism in every rank for deterministic=True
+        # (and turns Horovod fusion off); the variables below cover what it does not.
+        training = (("deterministic", True), ("seed", seed))
+        if _uses_jax(case):
+            flags = os.environ.get("XLA_FLAGS", "")
+            environment["XLA_FLAGS"] = flags if JAX_FLAG in flags else (flags + " " + JAX_FLAG).strip()
+        else:
+            tensorflow = True
+            environment.update(TF_DETERMINISM_VARIABLES)
+            if threads is not None:
+                environment["TF_NUM_INTRAOP_THREADS"] = str(threads)
+                environment["TF_NUM_INTEROP_THREADS"] = "1"
+        if case.device in ("cuda", "gpu"):
+            environment.update(CUDA_VARIABLES)
+            notes.append("deterministic GPU kernels are slower; timings in this mode are not "
+                         "the library's best")
+        if _uses_horovod(case):
+            environment.update(HOROVOD_VARIABLES)
+            notes.append("Horovod tensor fusion is off: allreduce is slower than in normal runs")
+        params = tuple(sorted(dict(case.params).items()))
+    else:
+        params = deterministic_params(case.algorithm, case.params, seed, threads)
+    return DeterministicSettings(seed=seed, threads=threads,
+                                 environment=tuple(sorted(environment.items())),
+                                 params=params, tensorflow=tensorflow, training=training,
+                                 notes=tuple(notes))
+
+
+def apply(case_or_settings: CaseLike | DeterministicSettings, *, tensorflow: bool = False,
+          **overrides: Any) -> DeterministicSettings:
+    """Put deterministic mode in place in this process, before the case runs.
+
+    Sets the environment variables and seeds Python and NumPy. With ``tensorflow=True``
+    (a TF case trained in this very process) it also seeds TF and turns on op determinism
+    (:func:`apply_tensorflow`); a keras case run by ``accelml.dl`` gets that from
+    ``settings.training`` (``deterministic=True``) in every rank instead. Environment
+    variables read at import time (``OMP_NUM_THREADS``, ``XLA_FLAGS``, ``HOROVOD_*``) only
+    take effect if the library is imported after this call, so the runner calls it first
+    thing in the case's process. Returns the settings it applied; ``overrides`` go to
+    :func:`settings_for`.
+    """
+    settings = (case_or_settings if isinstance(case_or_settings, DeterministicSettings)
+                else settings_for(case_or_settings, **overrides))
+    os.environ.update(dict(settings.environment))
+    random.seed(settings.seed)
+    import numpy as np
+
+    np.random.seed(settings.seed % 2**32)
+    if tensorflow and settings.tensorflow:
+        apply_tensorflow(settings.seed, settings.threads)
+    return settings
+
+
+def deterministic_case(case: Any, seed: int | None = None) -> Any:
+    """A spec ``Case`` in deterministic mode: the seed filled into its params (so the case id
+    records it); a keras case also gets ``deterministic = true`` and its ``seed`` as training
+    keys, which ``accelml.dl`` honours in every rank. ``n_jobs`` is left to the runner, which
+    sets it from the case's thread count without changing the case's identity."""
+    settings = settings_for(case, seed=seed)
+    if _is_deep_learning(case):
+        params = {**dict(case.params), **dict(settings.training)}
+    else:
+        params = dict(deterministic_params(case.algorithm, case.params, settings.seed))
+    return dataclasses.replace(case, params=tuple(sorted(params.items())))
+
+
+def deterministic_experiment(experiment: Any, seed: int | None = None
+                             ) -> tuple[Any, dict[str, str]]:
+    """An ``Experiment`` whose cases run in deterministic mode, and the environment the
+    client passes to every case process (``PYTHONHASHSEED``, TF/cuDNN/XLA determinism,
+    Horovod fusion off). Thread-count variables are left to the runner, which sets them per
+    case. The spec text (and its hash) is unchanged, so ``--resume`` keeps working as long
+    as the resumed run is deterministic too.
+
+    >>> from accelml.spec.load import load_spec_text
+    >>> spec = load_spec_text(
+    ...     '[datasets.d]\\nsource = "shipped"\\nname = "iris"\\n[[cases]]\\n'
+    ...     'algorithm = "random_forest_classifier"\\nbackend = "sklearn"\\ndataset = "d"\\n',
+    ...     "inline.toml")
+    >>> experiment, environment = deterministic_experiment(spec)
+    >>> dict(experiment.cases[0].params), environment["PYTHONHASHSEED"]
+    ({'random_state': 0}, '0')
+    """
+    cases = tuple(deterministic_case(case, seed) for case in experiment.cases)
+    environment: dict[str, str] = {}
+    for case in experiment.cases:
+        settings = settings_for(case, seed=seed, threads=None)
+        environment.update({name: value for name, value in settings.environment
+                            if name not in THREAD_VARIABLES})
+    return dataclasses.replace(experiment, cases=cases), environment
+
+
+def apply_tensorflow(seed: int, threads: int | None = None) -> None:
+    """Seed Python, NumPy and TF (``keras.utils.set_random_seed``), enable TF op determinism
+    and fix TF's thread pools. Call it in every rank, before the model is built."""
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(seed)
+    tf.config.experimental.enable_op_determinism()
+    if threads is not None:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:
+            # TF's runtime is already initialised; TF_NUM_*_THREADS (set by apply) took effect.
+            pass
+
+
+# ---------------------------------------------------------------- expectations
+
+_RANDOMISED = {
+    "kmeans": "k-means++ / random initialisation",
+    "random_forest_classifier": "bootstrap rows and feature sampling",
+    "random_forest_regressor": "bootstrap rows and feature sampling",
+    "pca": "the randomized SVD solver",
+    "svc": "probability calibration / shuffling",
+    "logistic_regression": "the sag/saga/liblinear shuffling",
+    "ridge": "the sag/saga shuffling",
+}
+
+
+def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expectation:
+    """Should two runs of ``case`` on the same machine and thread count be bitwise identical?"""
+    params = dict(case.params)
+    if case.algorithm in _RANDOMISED and "random_state" in _algorithm_params(case.algorithm) \
+            and params.get("random_state") is None and not deterministic:
+        return Expectation(False, f"random_state is not set: {_RANDOMISED[case.algorithm]} "
+                                  "draws a new seed on every fit")
+    if _is_deep_learning(case):
+        if not deterministic:
+            return Expectation(False, "not in deterministic mode: TF picks non-deterministic "
+                                      "kernels and thread schedules, and seeds are not fixed")
+        if _uses_horovod(case):
+            return Expectation(True, "seeds, TF op determinism and Horovod fusion off: every "
+                                     "allreduce sums in rank order, so runs repeat bitwise")
+        if (case.strategy or "") in ("mirrored", "multiworker"):
+            return Expectation(True, "seeds and TF op determinism; tf.distribute all-reduces "
+                                     "in a fixed device order")
+        if _uses_jax(case):
+            return Expectation(True, "seeds and XLA deterministic ops")
+        return Expectation(True, "seeds, TF op determinism and fixed thread pools")
+    if case.backend == "xgboost":
+        if case.device == "cuda":
+            return Expectation(True, "XGBoost's CUDA histogram pre-rounds its sums, so the same "
+                                     "GPU model repeats bitwise (XGBoost >= 1.1)")
+        return Expectation(True, "XGBoost hist on CPU repeats bitwise with a seed and fixed nthread")
+    if case.backend == "sklearnex":
+        return Expectation(True, "oneDAL's CPU algorithms repeat bitwise with a seed and a fixed "
+                                 "thread count")
+    return Expectation(True, "scikit-learn repeats bitwise with a seed and a fixed thread count")
+
+
+def _differences(a: CaseLike, b: CaseLike) -> list[str]:
+    changed = []
+    for name in ("algorithm", "backend", "device", "workers", "strategy"):
+        if getattr(a, name) != getattr(b, name):
+            changed.append(name)
+    if getattr(a, "dataset", None) != getattr(b, "dataset", None):
+        changed.append("dataset")
+    if dict(a.params) != dict(b.params):
+        changed.append("params")
+    return changed
+
+
+def _backend_reason(a: CaseLike, b: CaseLike) -> str:
+    pair = {a.backend, b.backend}
+    if pair == {"sklearn", "sklearnex"}:
+        return ("sklearnex (oneDAL) and scikit-learn are different implementations (other "
+                "solvers, summation order, initialisation): agreement is measured, not identity")
+    if "xgboost" in pair:
+        return ("XGBoost and scikit-learn's histogram boosting bin features and find splits "
+                "differently (quantile sketch vs equal-count bins, hessian vs row limits)")
+    return f"{a.backend} and {b.backend} are different implementations"
+
+
+def _device_reason(a: CaseLike, b: CaseLike) -> str:
+    if "xgboost" in (a.backend, b.backend):
+        return ("XGBoost on CPU and CUDA differ by design: other histogram and gradient-sum "
+                "order, so near-tied splits can go either way (issue 7 reports 99.67% label "
+                "agreement on 1M rows)")
+    if _is_deep_learning(a):
+        return ("CPU (Eigen/oneDNN) and GPU (cuDNN/cuBLAS) kernels sum in different orders; "
+                "rounding differences grow over training steps")
+    return "CPU and GPU kernels sum in different orders"
+
+
+def _scale_reason(a: CaseLike, b: CaseLike) -> str:
+    if _is_deep_learning(a):
+        return (f"{a.workers} vs {b.workers} workers: each step averages gradients over a "
+                "different global batch with a scaled learning rate, so the weights follow "
+                "another path; compare final loss/accuracy, not weights")
+    return (f"{a.workers} vs {b.workers} workers split the work, which changes the "
+            "floating-point summation order")
+
+
+def pair_expectation(a: CaseLike, b: CaseLike, deterministic: bool = True) -> Expectation:
+    """Should results ``a`` and ``b`` be bitwise identical (same machine), and why (not)?"""
+    changed = _differences(a, b)
+    if not changed:
+        return run_to_run_expectation(a, deterministic)
+    reasons = []
+    if "backend" in changed:
+        reasons.append(_backend_reason(a, b))
+    if "device" in changed:
+        reasons.append(_device_reason(a, b))
+    if "workers" in changed or "strategy" in changed:
+        reasons.append(_scale_reason(a, b))
+    for name in ("algorithm", "dataset", "params"):
+        if name in changed:
+            reasons.append(f"the {name} differs")
+    return Expectation(False, "; ".join(reasons))

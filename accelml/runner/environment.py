@@ -1,0 +1,81 @@
+"""The environment fingerprint stored with every result (its hash names the environment).
+
+>>> env = fingerprint(threads=1)
+>>> env.threads, len(env.env_hash)
+(1, 16)
+>>> dict(env.libraries)["numpy"] != ""
+True
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+import sys
+
+from accelml.results.records import Environment, GPUDevice
+
+LIBRARIES = (
+    "accelml", "numpy", "scipy", "scikit-learn", "scikit-learn-intelex", "daal", "xgboost",
+    "tensorflow", "keras", "tf-keras", "horovod", "jax", "jaxlib", "dask", "distributed",
+    "dask-jobqueue", "threadpoolctl", "pandas",
+)
+"""Distributions whose versions name an environment (those not installed are left out)."""
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, which SLURM and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def library_versions() -> tuple[tuple[str, str], ...]:
+    found = []
+    for name in LIBRARIES:
+        try:
+            found.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return tuple(sorted(found))
+
+
+def fingerprint(threads: int | None = None) -> Environment:
+    """Versions, CPU, cores, GPUs (through NVML), hostname and SLURM job id of this process."""
+    from accelml.probe import list_gpus
+
+    try:
+        import psutil
+
+        physical = psutil.cpu_count(logical=False)
+    except ImportError:
+        physical = None
+    gpus, _ = list_gpus()
+    return Environment(
+        python=platform.python_version(),
+        platform=f"{sys.platform}-{platform.machine()}-{platform.libc_ver()[0] or 'unknown'}"
+                 f"-{platform.release()}",
+        cpu_model=cpu_model(),
+        logical_cores=os.cpu_count() or 1,
+        physical_cores=physical,
+        usable_cores=usable_cores(),
+        libraries=library_versions(),
+        gpus=tuple(GPUDevice(gpu.model, gpu.driver, gpu.memory_mib) for gpu in gpus),
+        hostname=socket.gethostname(),
+        slurm_job_id=os.environ.get("SLURM_JOB_ID"),
+        threads=threads,
+    )

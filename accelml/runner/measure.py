@@ -1,0 +1,178 @@
+"""Honest timing: warm-up rounds, adaptive repeats, device sync, peak memory.
+
+:func:`repeat_until_stable` runs a round (a callable returning ``{phase: seconds}``) first
+``warmup`` times without counting, then until the confidence interval of every phase's
+median is within ``target_rel`` of the median, or ``max_repeats`` rounds, or the time
+budget is spent. Why each run stopped is recorded in :class:`RepeatOutcome`.
+
+>>> import itertools
+>>> clock = itertools.cycle([1.0, 1.01, 0.99])
+>>> outcome = repeat_until_stable(lambda i: {"fit": next(clock)}, min_repeats=3,
+...                               max_repeats=10, target_rel=0.05, warmup=1)
+>>> outcome.timings["fit"].count, outcome.stopped_because
+(3, 'converged')
+"""
+
+from __future__ import annotations
+
+import resource
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from accelml.results.records import PhaseTiming
+
+
+def host_copy(value: Any) -> Any:
+    """Bring a result to host memory, which waits for any device work that produced it.
+
+    NumPy arrays pass through; CuPy/JAX/TF tensors and objects with ``__array__`` are
+    converted. Reading a clock after this call is reading it after the device finished.
+    """
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    block = getattr(value, "block_until_ready", None)
+    if callable(block):
+        value = block()
+    getter = getattr(value, "get", None)          # CuPy
+    if callable(getter) and type(value).__module__.startswith("cupy"):
+        return getter()
+    numpy_method = getattr(value, "numpy", None)   # TF / torch
+    if callable(numpy_method):
+        return numpy_method()
+    try:
+        return np.asarray(value)
+    except Exception:   # sparse matrices and other results: they are already on the host
+        return value
+
+
+@dataclass(frozen=True)
+class RepeatOutcome:
+    timings: dict[str, PhaseTiming]
+    rounds: int
+    warmup_rounds: int
+    stopped_because: str      # "converged", "max_repeats", "max_seconds", "time_limit", "fixed"
+
+
+def repeat_until_stable(
+    round_: Callable[[int], dict[str, float]],
+    *,
+    min_repeats: int = 3,
+    max_repeats: int = 10,
+    target_rel: float = 0.05,
+    confidence: float = 0.95,
+    warmup: int = 1,
+    max_seconds: float | None = None,
+    deadline: float | None = None,
+) -> RepeatOutcome:
+    """Run ``round_(index)`` (index < 0 for warm-up) until every phase's median is stable.
+
+    ``deadline`` is a ``time.monotonic()`` value the caller must finish by (the case's time
+    limit): once ``min_repeats`` are in, no round starts that is expected to end past it.
+    """
+    warmup_samples: dict[str, list[float]] = {}
+    for index in range(warmup):
+        for phase, seconds in round_(-1 - index).items():
+            warmup_samples.setdefault(phase, []).append(seconds)
+    samples: dict[str, list[float]] = {}
+    started = time.monotonic()
+    stopped = "max_repeats"
+    rounds = 0
+    while rounds < max_repeats:
+        round_started = time.monotonic()
+        for phase, seconds in round_(rounds).items():
+            samples.setdefault(phase, []).append(seconds)
+        rounds += 1
+        last_round = time.monotonic() - round_started
+        if rounds < min_repeats:
+            continue
+        if min_repeats == max_repeats:
+            stopped = "fixed" if rounds == max_repeats else stopped
+            continue
+        stable = all(
+            PhaseTiming.from_samples(phase, values, confidence=confidence).converged(target_rel)
+            for phase, values in samples.items()
+        )
+        if stable:
+            stopped = "converged"
+            break
+        now = time.monotonic()
+        if max_seconds is not None and now - started >= max_seconds:
+            stopped = "max_seconds"
+            break
+        if deadline is not None and now + 1.5 * last_round > deadline:
+            stopped = "time_limit"
+            break
+    timings = {
+        phase: PhaseTiming.from_samples(phase, values, warmup_samples.get(phase, ()),
+                                        confidence=confidence, target_rel=target_rel)
+        for phase, values in samples.items()
+    }
+    return RepeatOutcome(timings, rounds, warmup, stopped)
+
+
+def peak_host_memory_bytes() -> int:
+    """Peak resident memory of this process and of its finished children (ru_maxrss, Linux KiB)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return int(max(own, children) * 1024)
+
+
+class GPUMemorySampler:
+    """Samples the GPU memory used by this process (NVML) on a thread; ``peak`` in bytes.
+
+    Without NVML or a GPU, ``peak`` stays None (and the reason is in ``unavailable``).
+    """
+
+    def __init__(self, interval_s: float = 0.05):
+        self.interval_s = interval_s
+        self.peak: int | None = None
+        self.unavailable = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "GPUMemorySampler":
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
+                             for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception as error:   # no library, no driver, no device: say so, measure nothing
+            self.unavailable = str(error) or type(error).__name__
+            return self
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> int:
+        import os
+
+        import pynvml
+
+        used = 0
+        for handle in self._handles:
+            try:
+                processes = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            except pynvml.NVMLError:
+                continue
+            used += sum(p.usedGpuMemory or 0 for p in processes if p.pid == os.getpid())
+        return used
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            used = self._sample()
+            if used and (self.peak is None or used > self.peak):
+                self.peak = used
+            self._stop.wait(self.interval_s)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            import pynvml
+
+            pynvml.nvmlShutdown()

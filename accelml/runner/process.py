@@ -1,0 +1,258 @@
+"""Run one case in its own process, with its time and memory limits; return JSON-able output.
+
+:func:`execute_case` is what an executor runs (on a dask worker, locally or on a cluster
+node). It starts ``python -m accelml run-case`` as a child process, sets the thread count for
+every threading library through the environment before the process starts, watches the time
+limit and the memory limit (resident memory of the whole process tree), and returns::
+
+    {"result": <CaseResult dict>, "arrays": {digest: npy bytes}}
+
+A case that raises, runs past its time limit, goes over its memory limit, or whose process
+dies (SIGKILL from the kernel's OOM killer, a crash) comes back as a failed ``CaseResult``
+with the reason; :func:`execute_case` itself does not raise for any of these.
+
+>>> task = CaseTask(case={"algorithm": "kmeans"}, run_id="r1", threads=2)
+>>> thread_environment(task.threads)["OMP_NUM_THREADS"]
+'2'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+                    "TF_NUM_INTRAOP_THREADS")
+MEMORY_POLL_SECONDS = 0.1
+STDERR_TAIL = 4000
+
+
+@dataclass(frozen=True)
+class CaseTask:
+    """One case to run: the case (``Case.to_dict()``), its run, and where and how to run it."""
+
+    case: dict[str, Any]
+    run_id: str
+    cache_dir: str | None = None
+    threads: int | None = None
+    attempt: int = 1
+    python: str | None = None      # None: the interpreter running execute_case (on the worker)
+    workdir: str | None = None     # where scratch folders go (default: the system temp dir)
+    environment: dict[str, str] | None = None   # variables set in the case process (deterministic mode)
+    deterministic: bool = False    # the case process seeds Python/NumPy first (determinism.apply)
+
+    # What an executor reads to place the case (CaseNeeds.of_case):
+    @property
+    def case_id(self) -> str:
+        return self.case.get("case_id", "")
+
+    @property
+    def device(self) -> str:
+        return self.case.get("device", "cpu")
+
+    @property
+    def workers(self) -> int:
+        return int(self.case.get("workers", 1))
+
+    @property
+    def strategy(self) -> str | None:
+        return self.case.get("strategy")
+
+    @property
+    def memory_limit_mb(self) -> int | None:
+        return self.case.get("memory_limit_mb")
+
+    @property
+    def time_limit_s(self) -> float | None:
+        return self.case.get("time_limit_s")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CaseTask":
+        return cls(**data)
+
+
+def thread_environment(threads: int | None) -> dict[str, str]:
+    if threads is None:
+        return {}
+    value = str(int(threads))
+    env = {name: value for name in THREAD_VARIABLES}
+    env["TF_NUM_INTEROP_THREADS"] = "1" if threads == 1 else "2"
+    return env
+
+
+def _tree_rss(pid: int) -> int:
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        members = [process] + process.children(recursive=True)
+    except psutil.Error:
+        return 0
+    total = 0
+    for member in members:
+        try:
+            total += member.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def _kill_group(process: subprocess.Popen, wait: bool = True) -> None:
+    """SIGKILL the case process and everything it started (e.g. the ranks of horovodrun)."""
+    import psutil
+
+    try:
+        members = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        members = []
+    for member in members:
+        try:
+            member.kill()
+        except psutil.Error:
+            pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
+    if wait:
+        process.wait()
+
+
+def _watch_memory(process: subprocess.Popen, time_limit: float, memory_limit_mb: int
+                  ) -> tuple[tuple[str, str] | None, int]:
+    """Poll the process tree's resident memory; kill it over the limit or past the time limit."""
+    started = time.monotonic()
+    peak_rss = 0
+    while process.poll() is None:
+        if time.monotonic() - started > time_limit:
+            _kill_group(process)
+            return ("timeout", f"exceeded its time limit of {time_limit:g} s"), peak_rss
+        rss = _tree_rss(process.pid)
+        peak_rss = max(peak_rss, rss)
+        if rss > memory_limit_mb * 2**20:
+            _kill_group(process)
+            return ("memory", f"used {rss / 2**20:.0f} MiB, over its memory limit of "
+                              f"{memory_limit_mb} MiB"), peak_rss
+        time.sleep(MEMORY_POLL_SECONDS)
+    return None, peak_rss
+
+
+def _failed(task: CaseTask, kind: str, reason: str, wall: float, started_at: str,
+            peak_rss: int | None) -> dict[str, Any]:
+    from accelml.results.records import CaseResult, FailureKind
+    from accelml.runner.worker import utc_now
+    from accelml.spec.schema import Case
+
+    case = Case.from_dict(task.case)
+    result = CaseResult(
+        run_id=task.run_id, case_id=case.case_id, algorithm=case.algorithm,
+        backend=case.backend, device=case.device, dataset=case.dataset.name,
+        workers=case.workers, strategy=case.strategy, params=case.params,
+        status=CaseResult.FAILED, failure=FailureKind(kind), reason=reason,
+        peak_host_memory_bytes=peak_rss or None, threads=task.threads,
+        started_at=started_at, finished_at=utc_now(), wall_seconds=wall, attempts=task.attempt,
+    )
+    return {"result": result.to_dict(), "arrays": {}}
+
+
+def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
+    """Run one case (a :class:`CaseTask` or its dict) in a fresh process; see the module docstring."""
+    from accelml.runner.worker import utc_now
+
+    if isinstance(task, dict):
+        task = CaseTask.from_dict(task)
+    time_limit = float(task.case.get("time_limit_s") or 600.0)
+    memory_limit_mb = task.case.get("memory_limit_mb")
+    scratch = Path(tempfile.mkdtemp(prefix="accelml-case-", dir=task.workdir))
+    try:
+        input_path, output_path = scratch / "input.json", scratch / "result.json"
+        stderr_path = scratch / "stderr.txt"
+        started_at = utc_now()
+        spawned_at = time.time()
+        payload = {
+            "case": task.case, "run_id": task.run_id, "cache_dir": task.cache_dir,
+            "arrays_dir": str(scratch / "arrays"), "threads": task.threads,
+            "time_limit_s": time_limit, "attempt": task.attempt, "spawned_at": spawned_at,
+            "deterministic": task.deterministic,
+        }
+        input_path.write_text(json.dumps(payload))
+        env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
+               "PYTHONUNBUFFERED": "1"}
+        # The case process imports the same accelml as this one, installed or not.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env.pop("ACCELML_CLIENT", None)
+        with open(stderr_path, "wb") as stderr:
+            process = subprocess.Popen(
+                [task.python or sys.executable, "-m", "accelml", "run-case", str(input_path),
+                 "--output", str(output_path)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+                # Same session and process group as the client: the same CPU share (the
+                # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
+            )
+            peak_rss = 0
+            verdict: tuple[str, str] | None = None
+            try:
+                if memory_limit_mb:
+                    verdict, peak_rss = _watch_memory(process, time_limit, memory_limit_mb)
+                else:
+                    # Block in waitpid (no polling that would take CPU from the timed case);
+                    # a timer kills the process group at the time limit.
+                    expired = threading.Event()
+
+                    def expire() -> None:
+                        expired.set()
+                        _kill_group(process, wait=False)
+
+                    timer = threading.Timer(time_limit, expire)
+                    timer.daemon = True
+                    timer.start()
+                    try:
+                        process.wait()
+                    finally:
+                        timer.cancel()
+                    if expired.is_set() and process.returncode != 0:
+                        verdict = ("timeout", f"exceeded its time limit of {time_limit:g} s")
+            except BaseException:
+                _kill_group(process)
+                raise
+        wall = time.time() - spawned_at
+        if verdict is not None:
+            return _failed(task, verdict[0], verdict[1], wall, started_at, peak_rss)
+        if not output_path.exists():
+            tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode(errors="replace").strip()
+            last = tail.splitlines()[-1] if tail else ""
+            code = process.returncode
+            if code == -signal.SIGKILL:
+                return _failed(task, "memory", "killed by SIGKILL (most likely out of memory)",
+                               wall, started_at, peak_rss)
+            if code is not None and code < 0:
+                name = signal.Signals(-code).name
+                return _failed(task, "killed", f"killed by {name}" + (f": {last}" if last else ""),
+                               wall, started_at, peak_rss)
+            return _failed(task, "killed", f"exited with code {code} without a result"
+                           + (f": {last}" if last else ""), wall, started_at, peak_rss)
+        document = json.loads(output_path.read_text())
+        document["result"]["wall_seconds"] = wall
+        arrays = {}
+        for digest in document.get("arrays", []):
+            arrays[digest] = (scratch / "arrays" / f"{digest}.npy").read_bytes()
+        document["arrays"] = arrays
+        return document
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,291 @@
+"""The per-case process: ``python -m accelml run-case INPUT.json --output RESULT.json``.
+
+It runs exactly one case and writes one JSON document (``{"result": CaseResult dict,
+"arrays": [digest, ...]}``); the arrays (predictions, probabilities) are ``.npy`` files named
+by digest in ``arrays_dir``. It never touches the results store: the client does that.
+
+What is timed (seconds, ``time.perf_counter``):
+  ``startup``  from the client spawning this process until it is ready to load data (1 sample)
+  ``load``     reading the dataset (from the on-disk cache when it is there) (1 sample)
+  ``fit``      ``estimator.fit(X_train, y_train)`` on a fresh clone, per counted repeat
+  ``predict``  ``predict(X_test)`` (``transform`` for decomposition), result copied to host
+               memory before the clock is read (that copy is the device sync), per repeat
+Warm-up rounds run first and are stored apart (``warmup_samples``), never in the median.
+Deterministic mode (``"deterministic": true`` in the input): the client has put the mode's
+environment in place; here :func:`accelml.runner.determinism.apply` seeds Python and NumPy
+before the data is loaded.
+Threads: the client sets ``OMP_NUM_THREADS`` & co. before this process starts; here
+threadpoolctl limits BLAS/OpenMP pools again and ``n_jobs`` is set when the algorithm takes
+it and the spec did not; what the pools really use is recorded.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import threading
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accelml.errors import UnavailableError
+from accelml.results.records import CaseResult, FailureKind, Score
+from accelml.results.store import array_digest
+from accelml.runner.hooks import MeasureContext, Measurements, measurer_for
+from accelml.runner.measure import GPUMemorySampler, host_copy, peak_host_memory_bytes, repeat_until_stable
+
+PREDICT_METHOD = {"decomposition": "transform"}
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+def scores_for(task: str, estimator: Any, X_test: np.ndarray, y_test: np.ndarray | None,
+               predictions: np.ndarray | None) -> tuple[list[Score], dict[str, np.ndarray]]:
+    """Scores that fit the task, and extra arrays worth keeping (probabilities)."""
+    from sklearn import metrics
+
+    scores: list[Score] = []
+    extra: dict[str, np.ndarray] = {}
+    if task == "classification" and y_test is not None and predictions is not None:
+        scores.append(Score("accuracy", float(metrics.accuracy_score(y_test, predictions)), True))
+        scores.append(Score("balanced_accuracy",
+                            float(metrics.balanced_accuracy_score(y_test, predictions)), True))
+        if hasattr(estimator, "predict_proba"):
+            try:
+                probabilities = np.asarray(host_copy(estimator.predict_proba(X_test)))
+            except (AttributeError, NotImplementedError):
+                probabilities = None
+            if probabilities is not None:
+                extra["probabilities"] = probabilities
+                labels = getattr(estimator, "classes_", None)
+                scores.append(Score("log_loss", float(metrics.log_loss(
+                    y_test, probabilities, labels=labels)), False))
+    elif task == "regression" and y_test is not None and predictions is not None:
+        scores.append(Score("r2", float(metrics.r2_score(y_test, predictions)), True))
+        scores.append(Score("rmse", float(np.sqrt(metrics.mean_squared_error(y_test, predictions))),
+                            False))
+    elif task == "clustering":
+        inertia = getattr(estimator, "inertia_", None)
+        if inertia is not None:
+            scores.append(Score("inertia", float(inertia), False))
+        labels = predictions if predictions is not None else getattr(estimator, "labels_", None)
+        if labels is not None:
+            n_clusters = len(set(np.asarray(labels).tolist()) - {-1})
+            scores.append(Score("n_clusters", float(n_clusters), True))
+            if y_test is not None and predictions is not None:
+                scores.append(Score("adjusted_rand", float(metrics.adjusted_rand_score(
+                    y_test, predictions)), True))
+    elif task == "decomposition":
+        ratio = getattr(estimator, "explained_variance_ratio_", None)
+        if ratio is not None:
+            scores.append(Score("explained_variance", float(np.sum(ratio)), True))
+    return scores, extra
+
+
+def _build_estimator(case: Any, threads: int | None) -> Any:
+    """The case's estimator, with ``n_jobs = threads`` when the algorithm takes n_jobs on this
+    backend and the spec did not set it (the thread pools are limited in any case)."""
+    from accelml.errors import AccelmlError
+    from accelml.estimators import Estimator
+
+    params = case.params_dict
+    if threads is not None and "n_jobs" not in params:
+        try:
+            return Estimator(case.algorithm, backend=case.backend, device=case.device,
+                             **params, n_jobs=threads)
+        except AccelmlError:
+            pass   # no n_jobs for this algorithm/backend: OpenMP/BLAS limits apply instead
+    return Estimator(case.algorithm, backend=case.backend, device=case.device, **params)
+
+
+def measure_estimator(case: Any, context: MeasureContext) -> Measurements:
+    """Load the data, then warm up and repeat fit and predict of one estimator."""
+    from sklearn.base import clone
+
+    from accelml.datasets import load_dataset
+
+    started = time.perf_counter()
+    data = load_dataset(case.dataset.name, case.dataset.source, dict(case.dataset.options),
+                        cache_dir=context.cache_dir)
+    load_seconds = time.perf_counter() - started
+    from accelml.estimators import task_of
+
+    task = task_of(case.algorithm)    # the algorithm's task; the data may serve several
+    template = _build_estimator(case, context.threads)
+    fit_only = not any(hasattr(template, m) for m in ("predict", "transform"))
+    predict_name = PREDICT_METHOD.get(task, "predict")
+    y_train = data.y_train if task in ("classification", "regression") else None
+    state: dict[str, Any] = {"digests": []}
+
+    def one_round(index: int) -> dict[str, float]:
+        estimator = clone(template)
+        gc.collect()
+        t0 = time.perf_counter()
+        if fit_only:
+            labels = host_copy(estimator.fit_predict(data.X_train))
+            t1 = time.perf_counter()
+            timings = {"fit": t1 - t0}
+            predictions = np.asarray(labels)
+        else:
+            estimator.fit(data.X_train, y_train)
+            t1 = time.perf_counter()
+            predictions = np.asarray(host_copy(getattr(estimator, predict_name)(data.X_test)))
+            t2 = time.perf_counter()
+            timings = {"fit": t1 - t0, "predict": t2 - t1}
+        if index >= 0:
+            state["digests"].append(array_digest(predictions))
+        state["estimator"], state["predictions"] = estimator, predictions
+        return timings
+
+    policy = case.repeats
+    outcome = repeat_until_stable(
+        one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
+        target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
+        max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
+    )
+    from accelml.results.records import PhaseTiming
+
+    estimator, predictions = state["estimator"], state["predictions"]
+    y_eval = data.y_train if fit_only else data.y_test
+    scores, extra = scores_for(task, estimator, data.X_train if fit_only else data.X_test,
+                               y_eval, predictions)
+    timings = [PhaseTiming.from_samples("load", [load_seconds])]
+    timings += [outcome.timings[phase] for phase in ("fit", "predict") if phase in outcome.timings]
+    arrays = [("predictions", predictions)] + sorted(extra.items())
+    return Measurements(
+        timings=tuple(timings), repeats=outcome.rounds, warmup=outcome.warmup_rounds,
+        scores=tuple(scores), arrays=tuple(arrays),
+        repeat_prediction_digests=tuple(state["digests"]), dataset_info=data.info, task=task,
+        stopped_because=outcome.stopped_because,
+    )
+
+
+def _watch_parent() -> None:
+    """End this process if the client that started it dies (no orphaned, CPU-eating cases)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(70)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def run_case(payload: dict[str, Any]) -> dict[str, Any]:
+    """Run the case described by ``payload`` (see :mod:`accelml.runner.process`); never raises."""
+    from accelml.spec.schema import Case
+
+    ready = time.time()
+    started_at = utc_now()
+    case = Case.from_dict(payload["case"])
+    arrays_dir = Path(payload["arrays_dir"])
+    threads = payload.get("threads")
+    deadline = None
+    if payload.get("time_limit_s"):
+        spent = max(0.0, ready - payload.get("spawned_at", ready))
+        deadline = time.monotonic() + float(payload["time_limit_s"]) - spent
+    context = MeasureContext(payload.get("cache_dir"), str(arrays_dir.parent), deadline, threads)
+    base: dict[str, Any] = dict(
+        run_id=payload["run_id"], case_id=case.case_id, algorithm=case.algorithm,
+        backend=case.backend, device=case.device, dataset=case.dataset.name,
+        workers=case.workers, strategy=case.strategy, params=case.params,
+        started_at=started_at, attempts=int(payload.get("attempt", 1)),
+    )
+    startup = max(0.0, ready - payload.get("spawned_at", ready))
+    from accelml.results.records import PhaseTiming
+    from accelml.runner.environment import fingerprint
+
+    pools: tuple[tuple[str, int], ...] = ()
+    stored: list[str] = []
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        if payload.get("deterministic"):
+            # The client already set the environment (before any library was imported here);
+            # this seeds Python's and NumPy's global generators.
+            from accelml.runner.determinism import apply
+
+            apply(case, threads=threads)
+        measurer = measurer_for(case.backend) or measure_estimator
+        with GPUMemorySampler() as gpu_memory:
+            if threads is not None:
+                with threadpool_limits(limits=threads):
+                    measured = measurer(case, context)
+                    pools = tuple((f"{p['internal_api']}", int(p["num_threads"]))
+                                  for p in threadpool_info())
+            else:
+                measured = measurer(case, context)
+                pools = tuple((f"{p['internal_api']}", int(p["num_threads"]))
+                              for p in threadpool_info())
+        refs = []
+        from accelml.results.records import ArrayRef
+        from accelml.results.store import array_to_npy_bytes
+
+        arrays_dir.mkdir(parents=True, exist_ok=True)
+        for name, array in measured.arrays:
+            array = np.ascontiguousarray(array)
+            digest = array_digest(array)
+            (arrays_dir / f"{digest}.npy").write_bytes(array_to_npy_bytes(array))
+            refs.append(ArrayRef(name, digest, str(array.dtype), tuple(array.shape)))
+            stored.append(digest)
+        task = measured.task or ("classification" if case.is_deep_learning else "")
+        result = CaseResult(
+            **base, status=CaseResult.OK, task=task,
+            timings=(PhaseTiming.from_samples("startup", [startup]),) + measured.timings,
+            repeats=measured.repeats, warmup=measured.warmup, scores=measured.scores,
+            predictions=tuple(refs), repeat_prediction_digests=measured.repeat_prediction_digests,
+            peak_host_memory_bytes=peak_host_memory_bytes(), peak_gpu_memory_bytes=gpu_memory.peak,
+            threads=threads, thread_pools=pools, environment=fingerprint(threads),
+            dataset_info=measured.dataset_info, dl=measured.dl, finished_at=utc_now(),
+            stopped_because=measured.stopped_because,
+        )
+        document = {"result": result.to_dict(), "arrays": stored,
+                    "stopped_because": measured.stopped_because}
+    except BaseException as error:  # any failure of the case becomes its recorded reason
+        if isinstance(error, MemoryError):
+            kind = FailureKind.MEMORY
+        elif isinstance(error, UnavailableError):
+            kind = FailureKind.UNAVAILABLE
+        elif isinstance(error, KeyboardInterrupt):
+            raise
+        else:
+            kind = FailureKind.ERROR
+        result = CaseResult(
+            **base, status=CaseResult.FAILED, failure=kind, reason=_one_line(error),
+            timings=(PhaseTiming.from_samples("startup", [startup]),),
+            peak_host_memory_bytes=peak_host_memory_bytes(), threads=threads,
+            environment=fingerprint(threads), finished_at=utc_now(),
+        )
+        document = {"result": result.to_dict(), "arrays": [], "traceback": traceback.format_exc()}
+    return document
+
+
+def main(input_path: str, output_path: str | None) -> int:
+    _watch_parent()
+    with open(input_path) as handle:
+        payload = json.load(handle)
+    document = run_case(payload)
+    text = json.dumps(document)
+    if output_path is None:
+        print(text)
+    else:
+        partial = output_path + ".partial"
+        with open(partial, "w") as handle:
+            handle.write(text)
+        os.replace(partial, output_path)
+    return 0

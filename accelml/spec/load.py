@@ -1,0 +1,522 @@
+"""Read an experiment spec (TOML) into a validated :class:`~accelml.spec.schema.Experiment`.
+
+Every problem is one :class:`~accelml.errors.SpecError` (exit code 2) whose message names
+the file, the key path and what is allowed, e.g.::
+
+    experiments/x.toml: cases[0].backend: unknown backend 'sklearn-gpu'; allowed: keras, sklearn, sklearnex, xgboost
+
+Nothing is run or written before the whole spec has validated.
+
+A spec::
+
+    name = "smoke"
+    reference = "sklearn"          # backend that speedups and agreement are measured against
+    repeats = {min = 3, max = 8, target = 0.05}   # or a fixed count: repeats = 5
+    warmup = 1
+    time_limit = 120               # seconds per case
+    threads = 1                    # threads each case may use (default: the cores it is given)
+    deterministic = false          # true: seeds filled in where unset, TF op determinism,
+                                   # Horovod fusion off (see accelml.runner.determinism)
+
+    [datasets.blobs]
+    source = "generated"           # generated | shipped | file | keras | openml
+    generator = "blobs"            # classification | regression | blobs
+    n_samples = 2000
+    n_features = 8
+    centers = 4
+    seed = 0
+
+    [[cases]]
+    algorithm = "kmeans"
+    backend = ["sklearn", "sklearnex"]
+    dataset = "blobs"
+    params = {n_clusters = 4, random_state = 0}
+    grid = {max_iter = [50, 100]}  # every combination is a case
+
+>>> experiment = load_spec_text('''
+... reference = "sklearn"
+... [datasets.blobs]
+... source = "generated"
+... generator = "blobs"
+... n_samples = 200
+... [[cases]]
+... algorithm = "kmeans"
+... backend = ["sklearn", "sklearnex"]
+... dataset = "blobs"
+... grid = {n_clusters = [2, 3]}
+... ''', "inline.toml")
+>>> len(experiment.cases)
+4
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import math
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from accelml.errors import SpecError
+from accelml.results.records import canonical_json
+from accelml.spec.schema import (
+    CASE_KEYS,
+    DATASET_KEYS,
+    DATASET_SOURCES,
+    DEVICES,
+    DL_BACKENDS,
+    DL_SHORTHANDS,
+    DTYPES,
+    EXPERIMENT_KEYS,
+    FILE_FORMATS,
+    GENERATORS,
+    KERAS_DATASETS,
+    LAYOUTS,
+    REPEAT_KEYS,
+    SHIPPED,
+    TASKS,
+    Case,
+    DatasetSpec,
+    Experiment,
+    RepeatPolicy,
+)
+
+DEFAULT_SPEC = "default.toml"
+GRID_KEYS = ("algorithm", "backend", "device", "workers", "strategy", "dataset")
+
+
+def _known_names() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]]]:
+    """(algorithms, backends, algorithm -> task, algorithm -> backends having it); keras added."""
+    from accelml.estimators import algorithms as registered
+
+    infos = registered()
+    backends = {backend for info in infos for backend in info.backends} | set(DL_BACKENDS)
+    return (tuple(sorted(info.name for info in infos)), tuple(sorted(backends)),
+            {info.name: info.task for info in infos},
+            {info.name: tuple(info.backends) for info in infos})
+
+
+def _dl_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(models, strategies) the deep-learning package offers, or empty tuples if it is absent."""
+    try:
+        from accelml.dl.config import STRATEGIES
+    except ImportError:
+        return (), ()
+    try:
+        from accelml.dl.models import MODELS
+        models = tuple(sorted(MODELS))
+    except ImportError:
+        models = ()
+    return models, tuple(STRATEGIES)
+
+
+class _Spec:
+    """Validation state for one file: every error names ``self.source`` and a key path."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def error(self, where: str, message: str) -> SpecError:
+        return SpecError(f"{self.source}: {where}: {message}" if where else f"{self.source}: {message}")
+
+    def check_keys(self, table: dict[str, Any], allowed: dict[str, tuple[tuple[type, ...], str]],
+                   where: str) -> None:
+        for key, value in table.items():
+            path = f"{where}.{_key(key)}" if where else _key(key)
+            if key not in allowed:
+                raise self.error(path, f"unknown key; allowed: {', '.join(sorted(allowed))}")
+            types, description = allowed[key]
+            if not _is_instance(value, types):
+                raise self.error(path, f"expected {description}, got {_describe(value)}")
+
+    def one_of(self, value: Any, allowed: tuple[str, ...], where: str, what: str) -> str:
+        if value not in allowed:
+            raise self.error(where, f"unknown {what} {value!r}; allowed: {', '.join(allowed)}")
+        return value
+
+
+def _key(key: str) -> str:
+    """A key as it appears in a key path: bare when plain, quoted (escaped) otherwise."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _is_instance(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and bool not in types:
+        return False
+    if isinstance(value, float) and float in types and not math.isfinite(value):
+        return False
+    return isinstance(value, types)
+
+
+def _describe(value: Any) -> str:
+    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} ({text[:40]}{'...' if len(text) > 40 else ''})"
+
+
+def _as_list(spec: _Spec, value: Any, where: str, types: tuple[type, ...], what: str) -> list[Any]:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise spec.error(where, f"empty list: give at least one {what}")
+    for index, item in enumerate(values):
+        if not _is_instance(item, types):
+            raise spec.error(f"{where}[{index}]", f"expected {what}, got {_describe(item)}")
+    return values
+
+
+def _repeat_policy(spec: _Spec, value: Any, warmup: int, where: str,
+                   base: RepeatPolicy) -> RepeatPolicy:
+    if value is None:
+        return RepeatPolicy(base.min_repeats, base.max_repeats, base.target_rel, base.confidence,
+                            warmup, base.max_seconds)
+    if isinstance(value, int):
+        if value < 1:
+            raise spec.error(where, f"expected an integer >= 1, got {value}")
+        return RepeatPolicy(value, value, base.target_rel, base.confidence, warmup, base.max_seconds)
+    spec.check_keys(value, REPEAT_KEYS, where)
+    minimum = value.get("min", base.min_repeats)
+    maximum = value.get("max", max(base.max_repeats, minimum))
+    target = float(value.get("target", base.target_rel))
+    confidence = float(value.get("confidence", base.confidence))
+    max_seconds = value.get("max_seconds", base.max_seconds)
+    if minimum < 1:
+        raise spec.error(f"{where}.min", f"expected an integer >= 1, got {minimum}")
+    if maximum < minimum:
+        raise spec.error(f"{where}.max", f"must be >= min ({minimum}), got {maximum}")
+    if not 0 < target < 1:
+        raise spec.error(f"{where}.target", f"expected a relative half-width in (0, 1), got {target}")
+    if not 0.5 <= confidence <= 0.999:
+        raise spec.error(f"{where}.confidence", f"expected a level in [0.5, 0.999], got {confidence}")
+    if max_seconds is not None and max_seconds <= 0:
+        raise spec.error(f"{where}.max_seconds", f"expected seconds > 0, got {max_seconds}")
+    return RepeatPolicy(minimum, maximum, target, confidence, warmup,
+                        None if max_seconds is None else float(max_seconds))
+
+
+def _positive(spec: _Spec, table: dict[str, Any], key: str, where: str, default: Any,
+              minimum: float = 1) -> Any:
+    value = table.get(key, default)
+    if value is not None and value < minimum:
+        raise spec.error(f"{where}{key}", f"expected a value >= {minimum}, got {value}")
+    return value
+
+
+def _dataset(spec: _Spec, name: str, table: Any, base_dir: Path) -> DatasetSpec:
+    where = f"datasets.{_key(name)}"
+    if not isinstance(table, dict):
+        raise spec.error(where, f"expected a table [{where}], got {_describe(table)}")
+    if "source" not in table:
+        raise spec.error(f"{where}.source", f"missing; allowed: {', '.join(DATASET_SOURCES)}")
+    source = table["source"]
+    if not isinstance(source, str):
+        raise spec.error(f"{where}.source", f"expected a string, got {_describe(source)}")
+    spec.one_of(source, DATASET_SOURCES, f"{where}.source", "dataset source")
+    spec.check_keys(table, DATASET_KEYS[source], where)
+    options = {key: value for key, value in table.items() if key != "source"}
+    if "task" in options:
+        spec.one_of(options["task"], TASKS, f"{where}.task", "task")
+    if "dtype" in options:
+        spec.one_of(options["dtype"], DTYPES, f"{where}.dtype", "dtype")
+    if "layout" in options:
+        spec.one_of(options["layout"], LAYOUTS, f"{where}.layout", "layout")
+    if "test_size" in options and not 0 < options["test_size"] < 1:
+        raise spec.error(f"{where}.test_size", f"expected a fraction in (0, 1), got {options['test_size']}")
+    if source == "generated":
+        if "generator" not in options:
+            raise spec.error(f"{where}.generator", f"missing; allowed: {', '.join(GENERATORS)}")
+        spec.one_of(options["generator"], GENERATORS, f"{where}.generator", "generator")
+        n_samples = options.get("n_samples", 1000)
+        if n_samples < 4:
+            raise spec.error(f"{where}.n_samples", f"expected at least 4 samples, got {n_samples}")
+        for key in ("n_features", "n_classes", "centers", "n_informative"):
+            if key in options and options[key] < 1:
+                raise spec.error(f"{where}.{key}", f"expected an integer >= 1, got {options[key]}")
+    elif source == "shipped":
+        if "name" not in options:
+            raise spec.error(f"{where}.name", f"missing; allowed: {', '.join(SHIPPED)}")
+        spec.one_of(options["name"], SHIPPED, f"{where}.name", "shipped dataset")
+    elif source == "keras":
+        if "name" not in options:
+            raise spec.error(f"{where}.name", f"missing; allowed: {', '.join(KERAS_DATASETS)}")
+        spec.one_of(options["name"], KERAS_DATASETS, f"{where}.name", "keras dataset")
+    elif source == "openml" and "name" not in options and "data_id" not in options:
+        raise spec.error(where, "an openml dataset needs name or data_id")
+    if source == "file" and "path" not in options:
+        raise spec.error(f"{where}.path", "missing; a .npz, .csv or .parquet file")
+    if "path" in options:
+        path = Path(options["path"]).expanduser()
+        if not path.is_absolute():
+            path = (base_dir / path).resolve()
+        if source == "file" and path.suffix.lower() not in FILE_FORMATS:
+            raise spec.error(f"{where}.path", f"unsupported file type {path.suffix!r}; allowed: "
+                             + ", ".join(FILE_FORMATS))
+        if not path.exists():
+            raise spec.error(f"{where}.path", f"file not found: {path}")
+        options["path"] = str(path)
+        if source == "file" and path.suffix.lower() in (".csv", ".parquet") and "target" not in options \
+                and options.get("task") != "clustering":
+            raise spec.error(f"{where}.target", "missing; name the target column (or task = 'clustering')")
+    return DatasetSpec(name, source, tuple(sorted(options.items())))
+
+
+def _experiment_defaults(spec: _Spec, document: dict[str, Any]) -> dict[str, Any]:
+    warmup = document.get("warmup", 1)
+    if warmup < 0:
+        raise spec.error("warmup", f"expected an integer >= 0, got {warmup}")
+    time_limit = document.get("time_limit", 600.0)
+    if time_limit <= 0:
+        raise spec.error("time_limit", f"expected seconds > 0, got {time_limit}")
+    return {
+        "repeats": _repeat_policy(spec, document.get("repeats"), warmup, "repeats", RepeatPolicy()),
+        "warmup": warmup,
+        "time_limit_s": float(time_limit),
+        "memory_limit_mb": _positive(spec, document, "memory_limit_mb", "", None),
+        "threads": _positive(spec, document, "threads", "", None),
+        "seed": document.get("seed", 0),
+    }
+
+
+def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec],
+           defaults: dict[str, Any]) -> list[Case]:
+    where = f"cases[{index}]"
+    if not isinstance(table, dict):
+        raise spec.error(where, f"expected a table ([[cases]]), got {_describe(table)}")
+    spec.check_keys(table, CASE_KEYS, where)
+    for key in ("algorithm", "backend", "dataset"):
+        if key not in table:
+            raise spec.error(f"{where}.{key}", "missing (every case needs algorithm, backend and dataset)")
+    algorithms, backends, tasks, implemented = _known_names()
+    models, strategies = _dl_names()
+
+    backend_values = [spec.one_of(b, backends, f"{where}.backend[{i}]" if isinstance(table["backend"], list)
+                                  else f"{where}.backend", "backend")
+                      for i, b in enumerate(_as_list(spec, table["backend"], f"{where}.backend", (str,), "backend name"))]
+    is_dl = [b in DL_BACKENDS for b in backend_values]
+    if any(is_dl) and not all(is_dl):
+        raise spec.error(f"{where}.backend", "keras cannot share a [[cases]] table with classical "
+                         "backends; give it its own table")
+    deep = all(is_dl)
+
+    algorithm_values = _as_list(spec, table["algorithm"], f"{where}.algorithm", (str,), "algorithm name")
+    for i, algorithm in enumerate(algorithm_values):
+        path = f"{where}.algorithm" + (f"[{i}]" if isinstance(table["algorithm"], list) else "")
+        if deep:
+            if models:
+                spec.one_of(algorithm, models, path, "model")
+        else:
+            spec.one_of(algorithm, algorithms, path, "algorithm")
+    device_values = [spec.one_of(d, DEVICES, f"{where}.device", "device")
+                     for d in _as_list(spec, table.get("device", "cpu"), f"{where}.device", (str,), "device")]
+    worker_values = _as_list(spec, table.get("workers", 1), f"{where}.workers", (int,), "an integer >= 1")
+    for value in worker_values:
+        if value < 1:
+            raise spec.error(f"{where}.workers", f"expected integers >= 1, got {value}")
+    strategy_values = _as_list(spec, table.get("strategy", "single" if deep else "none"),
+                               f"{where}.strategy", (str,), "strategy name")
+    if deep:
+        for value in strategy_values:
+            if strategies:
+                spec.one_of(value, strategies, f"{where}.strategy", "strategy")
+    elif strategy_values != ["none"]:
+        raise spec.error(f"{where}.strategy", "only keras cases take a strategy "
+                         "(classical backends run in one process)")
+    if not deep and worker_values != [1]:
+        raise spec.error(f"{where}.workers", "only keras cases run on several workers; classical "
+                         "cases take workers = 1 (use threads for cores)")
+    dataset_values = _as_list(spec, table["dataset"], f"{where}.dataset", (str,), "dataset name")
+    for value in dataset_values:
+        if value not in datasets:
+            raise spec.error(f"{where}.dataset", f"unknown dataset {value!r}; defined: "
+                             + (", ".join(_key(name) for name in sorted(datasets)) or "none (add [datasets.NAME])"))
+
+    params = dict(table.get("params", {}))
+    for key in DL_SHORTHANDS:
+        if key in table:
+            if not deep:
+                raise spec.error(f"{where}.{key}", "only keras cases take deep-learning keys")
+            params[key if key != "model" else "model"] = table[key]
+    if deep and "model" in params:
+        raise spec.error(f"{where}.model", "for keras cases the model is the algorithm; "
+                         "write algorithm = \"<model>\"")
+    for key, value in params.items():
+        if isinstance(value, (dict, list)):
+            raise spec.error(f"{where}.params.{_key(key)}", f"expected a single value, got {_describe(value)}"
+                             " (put lists under grid)")
+    grid = table.get("grid", {})
+    grid_axes = []
+    for key, values in grid.items():
+        values = _as_list(spec, values, f"{where}.grid.{_key(key)}", (str, int, float, bool), "value")
+        if key in params:
+            raise spec.error(f"{where}.grid.{_key(key)}", "also given in params; give it in one place")
+        grid_axes.append([(key, value) for value in values])
+
+    warmup = table.get("warmup", defaults["warmup"])
+    if warmup < 0:
+        raise spec.error(f"{where}.warmup", f"expected an integer >= 0, got {warmup}")
+    base = defaults["repeats"]
+    repeats = _repeat_policy(spec, table.get("repeats"), warmup, f"{where}.repeats", base)
+    time_limit = table.get("time_limit", defaults["time_limit_s"])
+    if time_limit <= 0:
+        raise spec.error(f"{where}.time_limit", f"expected seconds > 0, got {time_limit}")
+    memory_limit = _positive(spec, table, "memory_limit_mb", f"{where}.", defaults["memory_limit_mb"])
+    threads = _positive(spec, table, "threads", f"{where}.", defaults["threads"])
+
+    cases = []
+    for algorithm, backend, device, workers, strategy, dataset_name in itertools.product(
+            algorithm_values, backend_values, device_values, worker_values, strategy_values,
+            dataset_values):
+        for combination in itertools.product(*grid_axes) if grid_axes else [()]:
+            case_params = {**params, **dict(combination)}
+            if deep:
+                _check_training(spec, where, algorithm, backend, device, workers, strategy,
+                                datasets[dataset_name], case_params)
+            else:
+                if backend not in implemented.get(algorithm, ()):
+                    raise spec.error(f"{where}.backend", f"backend {backend!r} has no {algorithm}; "
+                                     "backends with it: " + ", ".join(implemented.get(algorithm, ())))
+                _check_task(spec, where, algorithm, tasks, datasets[dataset_name])
+                _check_params(spec, where, algorithm, backend, device, case_params)
+            cases.append(Case(
+                algorithm=algorithm, backend=backend, device=device,
+                dataset=datasets[dataset_name], workers=workers,
+                strategy=None if strategy == "none" else strategy,
+                params=tuple(sorted(case_params.items())), repeats=repeats,
+                time_limit_s=float(time_limit), memory_limit_mb=memory_limit, threads=threads,
+                seed=defaults["seed"],
+            ))
+    return cases
+
+
+def _check_task(spec: _Spec, where: str, algorithm: str, tasks: dict[str, str],
+                dataset: DatasetSpec) -> None:
+    from accelml.datasets.registry import dataset_task
+
+    needed = tasks.get(algorithm)
+    have = dataset_task(dataset.source, dict(dataset.options))
+    if needed is None or have is None:
+        return
+    compatible = needed == have or needed in ("clustering", "decomposition")
+    if not compatible:
+        raise spec.error(f"{where}.dataset", f"{algorithm} is a {needed} algorithm but dataset "
+                         f"{dataset.name!r} is a {have} dataset")
+
+
+def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device: str,
+                  params: dict[str, Any]) -> None:
+    """Parameter names and values the backend cannot honour are spec errors (device
+    availability is not: a case that cannot run here is recorded as failed, with the reason)."""
+    from accelml.errors import AccelmlError
+    from accelml.estimators import Estimator
+
+    try:
+        Estimator(algorithm, backend=backend, device=device, **params)
+    except AccelmlError as error:
+        raise spec.error(f"{where}.params", str(error)) from None
+    except (TypeError, ValueError) as error:
+        raise spec.error(f"{where}.params", f"invalid parameters for {algorithm}: {error}") from None
+
+
+def _check_training(spec: _Spec, where: str, model: str, backend: str, device: str, workers: int,
+                    strategy: str, dataset: DatasetSpec, params: dict[str, Any]) -> None:
+    """Validate a keras case through the deep-learning package's own config, when it is there."""
+    try:
+        from accelml.runner.hooks import training_config_dict
+        from accelml.dl.config import TrainingConfig
+    except ImportError:
+        return
+    probe = Case(algorithm=model, backend=backend, device=device, dataset=dataset,
+                 workers=workers, strategy=strategy, params=tuple(sorted(params.items())))
+    try:
+        TrainingConfig.from_dict(training_config_dict(probe))
+    except SpecError as error:
+        raise spec.error(where, str(error)) from None
+    except (TypeError, ValueError) as error:
+        raise spec.error(where, f"invalid training parameters: {error}") from None
+
+
+def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str) -> Experiment:
+    """Validate a parsed TOML document and expand its cases."""
+    spec = _Spec(source)
+    spec.check_keys(document, EXPERIMENT_KEYS, "")
+    datasets_table = document.get("datasets", {})
+    if not datasets_table:
+        raise spec.error("datasets", "no datasets; add at least one [datasets.NAME] table")
+    datasets = {name: _dataset(spec, name, table, base_dir) for name, table in datasets_table.items()}
+    case_tables = document.get("cases", [])
+    if not case_tables:
+        raise spec.error("cases", "no cases; add at least one [[cases]] table")
+    defaults = _experiment_defaults(spec, document)
+    cases: list[Case] = []
+    for index, table in enumerate(case_tables):
+        expanded = _cases(spec, index, table, datasets, defaults)
+        if not expanded:
+            raise spec.error(f"cases[{index}]", "the grid expands to no case")
+        cases.extend(expanded)
+    seen: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        if case.case_id in seen:
+            raise spec.error("cases", f"case {case.label} is listed twice; each case must be unique")
+        seen[case.case_id] = index
+    reference = document.get("reference")
+    if reference is not None:
+        backends = sorted({case.backend for case in cases})
+        spec.one_of(reference, tuple(backends), "reference", "reference backend (not in any case)")
+    cluster = document.get("cluster")
+    if cluster is not None:
+        _check_cluster(spec, cluster)
+    name = document.get("name") or Path(source).stem
+    experiment = Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
+                      cases=tuple(cases), reference=reference,
+                      description=document.get("description", ""),
+                      cluster_json=canonical_json(cluster) if cluster is not None else "",
+                      deterministic=document.get("deterministic", False))
+    if experiment.deterministic:
+        # Seeds are filled in now, so the case ids (and --dry-run) are those that will run.
+        from accelml.runner.determinism import deterministic_experiment
+
+        experiment = deterministic_experiment(experiment)[0]
+    return experiment
+
+
+def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:
+    """Validate [cluster] with the executors' own settings loader, when it is there."""
+    try:
+        from accelml.executors.config import load_cluster_settings
+    except ImportError:
+        return
+    try:
+        load_cluster_settings(spec_table=table)
+    except SpecError as error:
+        raise spec.error("cluster", str(error)) from None
+    except (TypeError, ValueError) as error:
+        raise spec.error("cluster", f"invalid cluster settings: {error}") from None
+
+
+def load_spec_text(text: str, source: str = "<spec>", base_dir: Path | None = None) -> Experiment:
+    """Parse and validate spec text; ``source`` names it in error messages."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(f"{source}: not valid TOML: {error}") from None
+    return parse_spec(document, source, base_dir or Path.cwd(), text)
+
+
+def load_spec(path: str | Path | None = None) -> Experiment:
+    """Load a spec file, or the embedded default spec when ``path`` is None."""
+    if path is None:
+        text = resources.files("accelml.spec").joinpath(DEFAULT_SPEC).read_text()
+        return load_spec_text(text, f"<embedded {DEFAULT_SPEC}>", Path.cwd())
+    path = Path(path)
+    if not path.exists():
+        raise SpecError(f"{path}: spec file not found")
+    if path.is_dir():
+        raise SpecError(f"{path}: is a directory, not a spec file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(f"{path}: cannot read: {error}") from None
+    return load_spec_text(text, str(path), path.resolve().parent)

@@ -1,0 +1,78 @@
+"""tf.distribute (multi-worker with 2 local processes, mirrored on 2 logical CPUs) and JAX."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from accelml.dl import TrainingConfig, launch
+
+SMALL = TrainingConfig(model="mlp", dataset="digits", batch_size=32, epochs=3,
+                       learning_rate=0.05, seed=1, time_limit_s=240)
+
+
+def test_multiworker_with_two_local_processes():
+    result = launch(SMALL.replace(strategy="multiworker"), workers=2,
+                    launcher="local-processes")
+    assert result.workers == 2 and result.global_batch == 64
+    assert len(result.rank_digests) == 2 and result.ranks_agree
+    assert result.backend == "tensorflow (tf_keras)"
+    assert result.test_accuracy > 0.8
+    assert len(result.epochs) == 3 and result.mean_epoch_s is not None
+
+
+def test_mirrored_on_two_logical_cpu_devices():
+    # small_resnet: BatchNorm moving statistics must agree across replicas too
+    config = SMALL.replace(strategy="mirrored", model="small_resnet", epochs=2,
+                           model_options={"blocks": 1, "width": 4})
+    result = launch(config, workers=2)
+    assert result.devices == ("/cpu:0", "/cpu:1")
+    assert len(result.rank_digests) == 2 and result.ranks_agree
+    assert result.global_batch == 64 and result.epochs[-1].images == 64 * result.steps_per_epoch
+
+
+JAX_SCRIPT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])          # a 'tensorflow' that fails to import
+    from accelml.dl import TrainingConfig, run_training
+    out = {}
+    for strategy in ("jax-pmean", "jax-dataparallel"):
+        config = TrainingConfig(model="mlp", dataset="digits", strategy=strategy,
+                                batch_size=32, epochs=3, learning_rate=0.05, seed=1)
+        result = run_training(config)
+        out[strategy] = result.to_dict()
+    out["tensorflow_imported"] = "tensorflow" in sys.modules
+    print(json.dumps(out))
+""")
+
+
+def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
+    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    blocker = tmp_path / "blocker" / "tensorflow"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('no TensorFlow on this machine')\n")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", JAX_SCRIPT, str(blocker.parent)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["tensorflow_imported"] is False
+    for strategy in ("jax-pmean", "jax-dataparallel"):
+        result = out[strategy]
+        assert result["backend"] == "jax" and result["workers"] == 1
+        assert len(result["epochs"]) == 3
+        assert result["epochs"][-1]["loss"] < result["epochs"][0]["loss"]
+        assert result["test_accuracy"] > 0.5
+
+
+@pytest.mark.slurm
+def test_multiworker_under_srun_uses_the_slurm_cluster_resolver(slurm_available):
+    result = launch(SMALL.replace(strategy="multiworker", epochs=2), workers=2, launcher="srun")
+    assert len(result.rank_digests) == 2 and result.ranks_agree
+    assert result.global_batch == 64

@@ -1,0 +1,16 @@
+"""The runnable examples in the executors' docstrings."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["accelml.executors.resources", "accelml.executors.config", "accelml.executors.tls",
+           "accelml.executors.scripts", "accelml.executors.arguments", "accelml.executors.jobqueue"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0

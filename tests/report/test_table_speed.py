@@ -1,0 +1,74 @@
+"""The comparison table's reference marks and strategy column, and per-strategy scaling."""
+
+from accelml.report.speed import scaling
+from accelml.report.table import build_rows, render_text
+from accelml.results.records import CaseResult, FailureKind, PhaseTiming
+from accelml.results.store import ResultsStore
+
+
+def _ok(case_id, backend="sklearn", seconds=(1.0, 1.0, 1.0), **fields):
+    return CaseResult("r", case_id, fields.pop("algorithm", "kmeans"), backend, "cpu",
+                      fields.pop("dataset", "blobs"), "ok",
+                      timings=(PhaseTiming.from_samples("fit", list(seconds)),), **fields)
+
+
+def _failed(case_id, backend="sklearn", **fields):
+    return CaseResult("r", case_id, fields.pop("algorithm", "kmeans"), backend, "cpu",
+                      fields.pop("dataset", "blobs"), "failed", failure=FailureKind.ERROR,
+                      reason="ValueError: boom", **fields)
+
+
+def _epochs(case_id, workers, strategy, seconds, algorithm="mlp"):
+    return CaseResult("r", case_id, algorithm, "keras", "cpu", "mnist", "ok", workers=workers,
+                      strategy=strategy,
+                      timings=(PhaseTiming.from_samples("epoch", [seconds] * 3),))
+
+
+def test_a_failed_reference_case_is_not_the_reference(tmp_path):
+    rows = build_rows(ResultsStore(tmp_path), [_failed("a"), _ok("b", "sklearnex")], "sklearn")
+    failed, other = rows
+    assert not failed.is_reference and failed.speedup is None
+    assert not other.is_reference and other.speedup is None and other.agreement is None
+    text = render_text(rows)
+    assert "ref" not in text.replace("reference", "")
+    assert "failed (error)" in text
+
+
+def test_a_working_reference_is_marked_and_others_get_a_speedup(tmp_path):
+    rows = build_rows(ResultsStore(tmp_path), [_ok("a"), _ok("b", "sklearnex", (0.25,) * 3)],
+                      "sklearn")
+    assert rows[0].is_reference and not rows[1].is_reference
+    assert rows[1].speedup == 4.0
+    assert "ref" in render_text(rows)
+
+
+def test_strategy_column_only_when_a_case_has_a_strategy(tmp_path):
+    store = ResultsStore(tmp_path)
+    plain = render_text(build_rows(store, [_ok("a")], "sklearn"))
+    assert "strategy" not in plain
+    results = [_epochs("h1", 1, "horovod", 4.0), _epochs("m1", 1, "mirrored", 4.0)]
+    text = render_text(build_rows(store, results, "keras"))
+    assert "strategy" in text and "horovod" in text and "mirrored" in text
+
+
+def test_scaling_uses_the_one_worker_case_of_the_same_strategy():
+    results = [
+        _epochs("m1", 1, "mirrored", 8.0), _epochs("m2", 2, "mirrored", 4.0),
+        _epochs("h1", 1, "horovod", 6.0), _epochs("h2", 2, "horovod", 4.0),
+        _epochs("s1", 1, "single", 10.0), _epochs("w2", 2, "multiworker", 5.0),
+        _epochs("o1", 1, "horovod", 3.0, algorithm="cnn"), _epochs("o2", 2, "horovod", 3.0, algorithm="cnn"),
+    ]
+    found = scaling(results)
+    assert found["m2"].baseline_case_id == "m1" and found["m2"].speedup == 2.0
+    assert found["h2"].baseline_case_id == "h1" and found["h2"].speedup == 1.5
+    # no 1-worker multiworker case: measured against the single-process case
+    assert found["w2"].baseline_case_id == "s1" and found["w2"].speedup == 2.0
+    # another model has its own baseline
+    assert found["o2"].baseline_case_id == "o1" and found["o2"].efficiency == 0.5
+
+
+def test_a_failed_one_worker_case_is_no_baseline():
+    failed = CaseResult("r", "f1", "mlp", "keras", "cpu", "mnist", "failed", workers=1,
+                        strategy="horovod", failure=FailureKind.ERROR, reason="boom")
+    found = scaling([failed, _epochs("h2", 2, "horovod", 4.0)])
+    assert "h2" not in found

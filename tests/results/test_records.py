@@ -1,0 +1,112 @@
+import json
+import math
+
+import pytest
+
+from accelml.results.records import (
+    SCHEMA_VERSION,
+    ArrayRef,
+    CaseResult,
+    DatasetInfo,
+    DLMeasurements,
+    Environment,
+    EpochRecord,
+    FailureKind,
+    PhaseTiming,
+    RunRecord,
+    SchemaError,
+    Score,
+    median_confidence_interval,
+)
+
+
+def full_case() -> CaseResult:
+    env = Environment(python="3.11.7", platform="linux", cpu_model="cpu", logical_cores=2,
+                      physical_cores=1, usable_cores=2, libraries=(("numpy", "2.0"),),
+                      hostname="node1", slurm_job_id="42", threads=2)
+    dl = DLMeasurements(model="mnist_cnn", epochs=(EpochRecord(0, 3.0, 1.0, 0.5),
+                                                  EpochRecord(1, 2.0, 0.5, 0.8)),
+                        per_worker_batch_size=32, workers=4, learning_rate=0.04,
+                        images_per_second=1000.0, strategy="horovod",
+                        rank_weight_digests=("a", "a", "a", "a"))
+    return CaseResult(
+        run_id="r", case_id="c", algorithm="mnist_cnn", backend="keras", device="cpu",
+        dataset="digits", status="ok", task="classification", workers=4, strategy="horovod",
+        params=(("epochs", 2),), timings=(PhaseTiming.from_samples("epoch", [2.0, 2.1]),),
+        repeats=2, warmup=1, scores=(Score("accuracy", 0.8, True),),
+        predictions=(ArrayRef("predictions", "0" * 64, "int64", (10,)),),
+        repeat_prediction_digests=("x", "x"), peak_host_memory_bytes=10,
+        thread_pools=(("openmp", 2),), environment=env,
+        dataset_info=DatasetInfo("digits", "d", "shipped", "classification", 10, 5, 64, 10,
+                                 "float64", "C", (64,)), dl=dl)
+
+
+def test_case_result_round_trips_through_json():
+    case = full_case()
+    again = CaseResult.from_json(case.to_json())
+    assert again == case
+    assert again.dl.global_batch_size == 128
+    assert again.dl.ranks_identical is True
+    assert again.env_hash == case.environment.env_hash
+
+
+def test_env_hash_ignores_host_and_job_but_not_versions():
+    env = full_case().environment
+    other_host = Environment.from_dict({**env.to_dict(), "hostname": "node2", "slurm_job_id": None})
+    newer = Environment.from_dict({**env.to_dict(), "libraries": [["numpy", "2.1"]]})
+    assert other_host.env_hash == env.env_hash
+    assert newer.env_hash != env.env_hash
+
+
+def test_failed_case_needs_a_reason_and_valid_status():
+    with pytest.raises(ValueError):
+        CaseResult("r", "c", "kmeans", "sklearn", "cpu", "d", status="failed")
+    with pytest.raises(ValueError):
+        CaseResult("r", "c", "kmeans", "sklearn", "cpu", "d", status="maybe")
+    failed = CaseResult("r", "c", "kmeans", "sklearn", "cpu", "d", status="failed",
+                        failure=FailureKind.TIMEOUT, reason="exceeded")
+    assert CaseResult.from_json(failed.to_json()).failure is FailureKind.TIMEOUT
+
+
+def test_newer_schema_is_refused():
+    data = json.loads(full_case().to_json())
+    data["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(SchemaError):
+        CaseResult.from_dict(data)
+
+
+def test_run_record_round_trips():
+    run = RunRecord("r1", "smoke", "h", "name = 'x'", case_ids=("a", "b"))
+    assert RunRecord.from_json(run.to_json()) == run
+
+
+@pytest.mark.parametrize("n, level", [(3, 0.75), (5, 0.9375), (6, 0.96875)])
+def test_median_interval_of_few_samples_is_min_max_with_its_true_level(n, level):
+    low, high, got = median_confidence_interval(list(range(n)))
+    assert (low, high) == (0, n - 1)
+    assert got == pytest.approx(level)
+
+
+def test_median_interval_covers_the_median_at_the_stated_level():
+    # Exact coverage check by simulation against a known median (uniform(0,1): median 0.5).
+    import random
+
+    rng = random.Random(0)
+    n, trials, hits, levels = 25, 2000, 0, set()
+    for _ in range(trials):
+        low, high, level = median_confidence_interval([rng.random() for _ in range(n)])
+        hits += low <= 0.5 <= high
+        levels.add(level)
+    (level,) = levels
+    assert level >= 0.95
+    assert hits / trials >= level - 0.02   # binomial sd of the estimate is about 0.005
+
+
+def test_phase_timing_flags_noise_against_target():
+    steady = PhaseTiming.from_samples("fit", [1.0, 1.01, 0.99, 1.0, 1.0], target_rel=0.05)
+    noisy = PhaseTiming.from_samples("fit", [1.0, 2.0, 0.5], target_rel=0.05)
+    assert not steady.noisy and steady.converged(0.05)
+    assert noisy.noisy and not noisy.converged(0.05)
+    assert steady.q1 <= steady.median <= steady.q3
+    single = PhaseTiming.from_samples("load", [0.3])
+    assert single.count == 1 and not single.noisy and math.isinf(single.ci_halfwidth_rel) is False

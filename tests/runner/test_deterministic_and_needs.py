@@ -1,0 +1,141 @@
+"""Deterministic mode through the pipeline, and cases this machine cannot give GPUs to."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from accelml.compare import run_experiment
+from accelml.executors.local import LocalExecutor
+from accelml.probe import list_gpus
+from accelml.results.store import ResultsStore
+from accelml.runner.process import CaseTask, execute_case
+from accelml.spec.load import load_spec_text
+
+DATA = """
+[datasets.data]
+source = "generated"
+generator = "classification"
+n_samples = 400
+n_features = 6
+seed = 0
+"""
+
+FOREST = """
+reference = "sklearn"
+repeats = 2
+warmup = 0
+threads = 1
+EXTRA
+""" + DATA + """
+[[cases]]
+algorithm = "random_forest_classifier"
+backend = "sklearn"
+dataset = "data"
+params = {n_estimators = 5}
+"""
+
+
+def test_spec_deterministic_mode_seeds_the_case_and_repeats_bitwise(tmp_path):
+    plain = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml")
+    experiment = load_spec_text(FOREST.replace("EXTRA", "deterministic = true"), "det.toml")
+    assert experiment.deterministic and not plain.deterministic
+    assert dict(experiment.cases[0].params) == {"n_estimators": 5, "random_state": 0}
+    assert experiment.cases[0].case_id != plain.cases[0].case_id
+    store = ResultsStore(tmp_path)
+    run = run_experiment(experiment, store)
+    assert run.deterministic and run.case_ids == (experiment.cases[0].case_id,)
+    (result,) = store.case_results(run.run_id)
+    assert result.ok, result.reason
+    assert dict(result.params)["random_state"] == 0
+    digests = result.repeat_prediction_digests
+    assert len(digests) == 2 and len(set(digests)) == 1
+
+
+def test_deterministic_argument_equals_the_spec_key(tmp_path):
+    plain = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml")
+    keyed = load_spec_text(FOREST.replace("EXTRA", "deterministic = true"), "det.toml")
+    store = ResultsStore(tmp_path)
+    run = run_experiment(plain, store, deterministic=True)
+    assert run.deterministic and run.case_ids == tuple(c.case_id for c in keyed.cases)
+    # resuming a deterministic run with the plain spec keeps deterministic mode
+    resumed = run_experiment(plain, store, resume=run.run_id)
+    assert resumed.run_id == run.run_id and resumed.status == "finished"
+
+
+def test_a_run_seeded_by_its_caller_resumes_seeded_and_other_cases_are_refused(tmp_path):
+    import dataclasses
+
+    from accelml.errors import SpecError
+    from accelml.runner.determinism import deterministic_experiment
+
+    plain = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml")
+    seeded, _ = deterministic_experiment(plain)          # as `accelml check --deterministic`
+    store = ResultsStore(tmp_path)
+    planned = []
+
+    def stop(record, pending):
+        planned.append(record.run_id)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(seeded, store, on_plan=stop)
+    (run_id,) = planned
+    assert store.finished_case_ids(run_id) == set()
+    resumed = run_experiment(plain, store, resume=run_id)
+    (result,) = store.case_results(run_id)
+    assert resumed.status == "finished" and dict(result.params)["random_state"] == 0
+    other = dataclasses.replace(plain, cases=plain.cases[:0])
+    with pytest.raises(SpecError, match="planned other cases"):
+        run_experiment(other, store, resume=run_id)
+
+
+def test_the_task_environment_reaches_the_case_process(tmp_path):
+    """ACCELML_CACHE_DIR is read inside the case process: the dataset cache lands there."""
+    (case,) = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml").cases
+    cache = tmp_path / "cache-from-task-env"
+    document = execute_case(CaseTask(case=case.to_dict(), run_id="r", threads=1,
+                                     environment={"ACCELML_CACHE_DIR": str(cache)},
+                                     deterministic=True))
+    assert document["result"]["status"] == "ok", document["result"]["reason"]
+    assert cache.is_dir() and any(cache.iterdir())
+
+
+def _touch(item):
+    """Leaves a mark for each item it is called with (a case process would start here)."""
+    item.marker.touch()
+    return item.name
+
+
+def test_local_executor_does_not_start_a_case_needing_more_gpus_than_here(tmp_path):
+    gpus, _ = list_gpus()
+    items = [SimpleNamespace(name="gpu", marker=tmp_path / "gpu", device="cuda",
+                             workers=len(gpus) + 1, strategy="mirrored"),
+             SimpleNamespace(name="cpu", marker=tmp_path / "cpu", device="cpu", workers=1,
+                             strategy=None)]
+    with LocalExecutor(jobs=1) as executor:
+        outcomes = {o.item.name: o for o in executor.map(_touch, items)}
+    assert (tmp_path / "cpu").exists() and not (tmp_path / "gpu").exists()
+    assert outcomes["cpu"].ok and outcomes["cpu"].result == "cpu"
+    gpu = outcomes["gpu"]
+    assert not gpu.ok and gpu.failure == "unavailable" and gpu.result is None
+    assert gpu.error.startswith(f"needs {len(gpus) + 1} GPU(s); this machine has {len(gpus)}")
+
+
+@pytest.mark.skipif(bool(list_gpus()[0]), reason="this machine has a GPU")
+def test_a_cuda_case_without_gpus_is_recorded_unavailable_and_the_rest_run(tmp_path):
+    spec = "repeats = 1\nwarmup = 0\nthreads = 1\n" + DATA + """
+[[cases]]
+algorithm = "gradient_boosting_classifier"
+backend = "xgboost"
+device = ["cpu", "cuda"]
+dataset = "data"
+params = {n_estimators = 5}
+"""
+    store = ResultsStore(tmp_path)
+    run = run_experiment(load_spec_text(spec, "gpu.toml"), store)
+    results = {r.device: r for r in store.case_results(run.run_id)}
+    assert results["cpu"].ok, results["cpu"].reason
+    cuda = results["cuda"]
+    assert cuda.status == "failed" and cuda.failure.value == "unavailable"
+    assert cuda.reason.startswith("needs 1 GPU(s); this machine has 0 (")
+    assert cuda.timings == ()        # its process never started

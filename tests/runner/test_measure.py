@@ -1,0 +1,51 @@
+import itertools
+
+from accelml.runner.measure import repeat_until_stable
+
+
+def fake_rounds(values):
+    clock = iter(values)
+    calls = []
+
+    def one_round(index):
+        calls.append(index)
+        return {"fit": next(clock)}
+
+    return one_round, calls
+
+
+def test_warmup_is_run_but_not_counted():
+    one_round, calls = fake_rounds([100.0, 1.0, 1.0, 1.0])
+    outcome = repeat_until_stable(one_round, min_repeats=3, max_repeats=5, warmup=1)
+    assert calls == [-1, 0, 1, 2]
+    assert outcome.timings["fit"].samples == (1.0, 1.0, 1.0)
+    assert outcome.timings["fit"].warmup_samples == (100.0,)
+    assert outcome.stopped_because == "converged"
+
+
+def test_noisy_rounds_run_to_the_maximum_and_are_flagged():
+    one_round, calls = fake_rounds(itertools.cycle([1.0, 2.0, 0.5]))
+    outcome = repeat_until_stable(one_round, min_repeats=3, max_repeats=7, warmup=0)
+    assert outcome.rounds == 7 and outcome.stopped_because == "max_repeats"
+    assert outcome.timings["fit"].noisy
+
+
+def test_every_phase_must_be_stable():
+    values = itertools.cycle([(1.0, 0.1), (1.0, 0.3)])
+
+    def one_round(index):
+        fit, predict = next(values)
+        return {"fit": fit, "predict": predict}
+
+    outcome = repeat_until_stable(one_round, min_repeats=2, max_repeats=6, warmup=0)
+    assert outcome.rounds == 6
+    assert not outcome.timings["fit"].noisy and outcome.timings["predict"].noisy
+
+
+def test_fixed_count_and_time_budget():
+    one_round, _ = fake_rounds(itertools.repeat(1.0))
+    fixed = repeat_until_stable(one_round, min_repeats=4, max_repeats=4, warmup=0)
+    assert (fixed.rounds, fixed.stopped_because) == (4, "fixed")
+    noisy, _ = fake_rounds(itertools.cycle([1.0, 3.0]))
+    budget = repeat_until_stable(noisy, min_repeats=2, max_repeats=50, warmup=0, max_seconds=0)
+    assert (budget.rounds, budget.stopped_because) == (2, "max_seconds")

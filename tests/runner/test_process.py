@@ -1,0 +1,104 @@
+"""The per-case process: timings that agree with a direct measurement, and failures recorded."""
+
+import statistics
+import time
+
+import pytest
+from threadpoolctl import threadpool_limits
+
+from accelml.results.records import CaseResult
+from accelml.runner.process import CaseTask, execute_case
+from accelml.spec.load import load_spec_text
+
+SPEC = """
+reference = "sklearn"
+repeats = 5
+warmup = 1
+time_limit = 120
+threads = 1
+
+[datasets.data]
+source = "generated"
+generator = "classification"
+n_samples = 20000
+n_features = 40
+seed = 0
+
+[[cases]]
+algorithm = "logistic_regression"
+backend = "sklearn"
+dataset = "data"
+params = {max_iter = 300, C = 0.5}
+"""
+
+
+def run(case, cache_dir, threads=1) -> CaseResult:
+    document = execute_case(CaseTask(case=case.to_dict(), run_id="r", cache_dir=str(cache_dir),
+                                     threads=threads))
+    return CaseResult.from_dict(document["result"]), document["arrays"]
+
+
+def direct_fit_samples(case, cache_dir, repeats=5) -> list[float]:
+    """The same call measured by hand: same data (from the same cache), same threads."""
+    from sklearn.base import clone
+
+    from accelml.datasets import load_dataset
+    from accelml.estimators import Estimator
+
+    data = load_dataset(case.dataset.name, case.dataset.source, dict(case.dataset.options),
+                        cache_dir=cache_dir)
+    template = Estimator(case.algorithm, backend=case.backend, **case.params_dict)
+    samples = []
+    with threadpool_limits(limits=1):
+        for index in range(repeats + 1):
+            estimator = clone(template)
+            started = time.perf_counter()
+            estimator.fit(data.X_train, data.y_train)
+            if index:
+                samples.append(time.perf_counter() - started)
+    return samples
+
+
+def test_runner_fit_time_agrees_with_a_direct_measurement(tmp_path):
+    (case,) = load_spec_text(SPEC, "t.toml").cases
+    before = direct_fit_samples(case, tmp_path)
+    result, arrays = run(case, tmp_path)
+    after = direct_fit_samples(case, tmp_path)
+    assert result.ok, result.reason
+    fit = result.timing("fit")
+    assert fit.count == 5 and len(fit.warmup_samples) == 1
+    # Same call, same data, same threads. On a shared, loaded machine other processes only
+    # ever add time, so the fastest of several repeats is the stable estimate of the call's
+    # own cost (medians here swing several-fold with the load). The runner's fastest repeat
+    # must match the fastest direct one, measured just before and just after it, within a
+    # factor of 1.5; counting process start (about a second), data loading or the warm-up in
+    # "fit" would put it far outside.
+    direct_fastest = min(before + after)
+    assert direct_fastest / 1.5 <= fit.minimum <= direct_fastest * 1.5, (
+        sorted(before + after), fit.samples)
+    assert fit.minimum <= fit.median <= fit.maximum
+    assert statistics.median(before + after) < result.timing("startup").median + 10
+    assert result.timing("startup").median > 0 and result.timing("load").count == 1
+    assert result.threads == 1 and result.environment.threads == 1
+    assert result.score("accuracy") > 0.7
+    assert result.prediction().digest in arrays
+    assert len(result.repeat_prediction_digests) == 5
+    assert result.peak_host_memory_bytes > 10 * 2**20
+
+
+@pytest.mark.parametrize("change, failure, reason", [
+    ("params = {max_iter = 300, C = 0.5}", "error", "InvalidParameterError: The 'C' parameter"),
+    ("time_limit = 120", "timeout", "exceeded its time limit of 0.5 s"),
+    ("threads = 1", "memory", "over its memory limit of 40 MiB"),
+])
+def test_failures_are_recorded_with_their_reason(tmp_path, change, failure, reason):
+    replacement = {
+        "params = {max_iter = 300, C = 0.5}": "params = {C = -1.0}",
+        "time_limit = 120": "time_limit = 0.5",
+        "threads = 1": "threads = 1\nmemory_limit_mb = 40",
+    }[change]
+    (case,) = load_spec_text(SPEC.replace(change, replacement), "t.toml").cases
+    result, arrays = run(case, tmp_path)
+    assert result.status == "failed" and result.failure.value == failure
+    assert reason in result.reason and "\n" not in result.reason
+    assert arrays == {}
