@@ -54,6 +54,9 @@ def generated(generator: str, *, n_samples: int = 1000, n_features: int = 20,
     elif generator == "blobs":
         X, y = datasets.make_blobs(n_samples=n_samples, n_features=n_features, centers=centers,
                                    cluster_std=cluster_std, random_state=seed)
+    elif generator == "images":
+        raise AccelmlError("generator 'images' draws image data for keras cases only; "
+                           "use classification, regression or blobs for this algorithm")
     else:
         raise AccelmlError(f"unknown generator {generator!r}")
     return X, y, GENERATOR_TASKS[generator]

@@ -489,7 +489,21 @@ def _identity(result: CaseResult, leave_out: Iterable[str]) -> tuple:
     return tuple(sorted(fields.items()))
 
 
-def _pairs(results: list[CaseResult], leave_out: tuple[str, ...], is_reference) -> list[tuple[CaseResult, CaseResult]]:
+def _first_reference(other: CaseResult, references: list[CaseResult]) -> CaseResult:
+    return references[0]
+
+
+def _same_strategy_reference(other: CaseResult, references: list[CaseResult]) -> CaseResult:
+    """The 1-worker case of ``other``'s own strategy, else the ``single`` one, else the first."""
+    for wanted in (other.strategy or "single", "single"):
+        for reference in references:
+            if (reference.strategy or "single") == wanted:
+                return reference
+    return references[0]
+
+
+def _pairs(results: list[CaseResult], leave_out: tuple[str, ...], is_reference,
+           pick_reference=_first_reference) -> list[tuple[CaseResult, CaseResult]]:
     groups: dict[tuple, list[CaseResult]] = {}
     for result in results:
         groups.setdefault(_identity(result, leave_out), []).append(result)
@@ -498,9 +512,8 @@ def _pairs(results: list[CaseResult], leave_out: tuple[str, ...], is_reference) 
         references = [m for m in members if is_reference(m)]
         if not references:
             continue
-        reference = references[0]
-        pairs.extend((reference, other) for other in members
-                     if other is not reference and not is_reference(other))
+        pairs.extend((pick_reference(other, references), other) for other in members
+                     if not is_reference(other))
     return pairs
 
 
@@ -646,14 +659,16 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     skipped = tuple((case_label(r), r.reason or r.status) for r in results if not r.ok)
     repeat_entries = tuple(run_to_run(r, deterministic) for r in ok)
 
-    def comparisons(kind: str, leave_out: tuple[str, ...], is_reference) -> tuple[Agreement, ...]:
+    def comparisons(kind: str, leave_out: tuple[str, ...], is_reference,
+                    pick_reference=_first_reference) -> tuple[Agreement, ...]:
         return tuple(compare_results(store, a, store, b, kind=kind, deterministic=deterministic)
-                     for a, b in _pairs(ok, leave_out, is_reference))
+                     for a, b in _pairs(ok, leave_out, is_reference, pick_reference))
 
     cross_backend = (comparisons("cross-backend", ("backend",), lambda r: r.backend == reference)
                      if reference else ())
     cross_device = comparisons("cross-device", ("device",), lambda r: r.device == "cpu")
-    cross_scale = comparisons("cross-scale", ("workers", "strategy"), lambda r: r.workers == 1)
+    cross_scale = comparisons("cross-scale", ("workers", "strategy"), lambda r: r.workers == 1,
+                              _same_strategy_reference)
     cross_run: tuple[Agreement, ...] = ()
     if against is not None:
         other_store, other_run = against

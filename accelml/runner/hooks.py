@@ -92,6 +92,9 @@ def training_config_dict(case: Any) -> dict[str, Any]:
         dataset = options["name"]
     elif case.dataset.source == "shipped":
         dataset = options.get("name", case.dataset.name)
+    elif options.get("generator") == "images":
+        dataset = "generated"
+        options.setdefault("train_samples", options.get("n_samples"))
     else:
         dataset = case.dataset.source
     config: dict[str, Any] = {

@@ -122,8 +122,11 @@ def peak_host_memory_bytes() -> int:
 
 
 class GPUMemorySampler:
-    """Samples the GPU memory used by this process (NVML) on a thread; ``peak`` in bytes.
+    """Samples the GPU memory used by this process and its children (NVML) on a thread.
 
+    ``peak`` is in bytes, summed over the GPUs. Children count because deep-learning cases
+    train in rank processes. Where NVML lists no processes at all (some containers hide
+    them), the rise of each GPU's used memory over its level at the start is taken instead.
     Without NVML or a GPU, ``peak`` stays None (and the reason is in ``unavailable``).
     """
 
@@ -141,6 +144,7 @@ class GPUMemorySampler:
             pynvml.nvmlInit()
             self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
                              for i in range(pynvml.nvmlDeviceGetCount())]
+            self._baseline = [pynvml.nvmlDeviceGetMemoryInfo(h).used for h in self._handles]
         except Exception as error:   # no library, no driver, no device: say so, measure nothing
             self.unavailable = str(error) or type(error).__name__
             return self
@@ -151,16 +155,22 @@ class GPUMemorySampler:
     def _sample(self) -> int:
         import os
 
+        import psutil
         import pynvml
 
-        used = 0
-        for handle in self._handles:
+        me = psutil.Process(os.getpid())
+        pids = {me.pid} | {child.pid for child in me.children(recursive=True)}
+        used = rise = 0
+        listed = False
+        for handle, baseline in zip(self._handles, self._baseline):
             try:
                 processes = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                rise += max(0, pynvml.nvmlDeviceGetMemoryInfo(handle).used - baseline)
             except pynvml.NVMLError:
                 continue
-            used += sum(p.usedGpuMemory or 0 for p in processes if p.pid == os.getpid())
-        return used
+            listed = listed or bool(processes)
+            used += sum(p.usedGpuMemory or 0 for p in processes if p.pid in pids)
+        return used if listed else rise
 
     def _run(self) -> None:
         while not self._stop.is_set():

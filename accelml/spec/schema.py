@@ -23,7 +23,8 @@ JSONScalar = str | int | float | bool | None
 
 DEVICES = ("cpu", "cuda")
 DATASET_SOURCES = ("generated", "shipped", "file", "keras", "openml")
-GENERATORS = ("classification", "regression", "blobs")
+GENERATORS = ("classification", "regression", "blobs", "images")
+"""``images`` draws learnable synthetic uint8 images for keras cases (``accelml.dl.data``)."""
 SHIPPED = ("digits", "breast_cancer", "wine", "diabetes", "iris")
 KERAS_DATASETS = ("mnist", "fashion_mnist", "cifar10", "cifar100")
 FILE_FORMATS = (".npz", ".csv", ".parquet")
@@ -70,6 +71,7 @@ DATASET_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
         "n_informative": _POS_INT, "n_classes": _POS_INT, "centers": _POS_INT,
         "cluster_std": _FLOAT, "noise": _FLOAT, "seed": _INT, "test_size": _FLOAT,
         "dtype": _STR, "layout": _STR, "task": _STR,
+        "image_size": _POS_INT, "test_samples": _POS_INT,
     },
     "shipped": {"source": _STR, "name": _STR, "seed": _INT, "test_size": _FLOAT,
                 "dtype": _STR, "layout": _STR, "task": _STR},

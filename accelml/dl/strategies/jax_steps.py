@@ -53,6 +53,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     if config.precision == "mixed_float16":
         raise SpecError("jax strategies take precision 'mixed_bfloat16' or 'float32', "
                         "not 'mixed_float16' (no loss scaling in the stateless step)")
+    if config.device == "gpu":
+        _overlap_collectives_with_compute()
     try:
         import jax
         import jax.numpy as jnp
@@ -213,6 +215,17 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         backend="jax", versions=versions("jax", "jaxlib"),
         files=files_under(config.output_dir) if writes else (),
         devices=tuple(str(d) for d in devices))
+
+
+def _overlap_collectives_with_compute() -> None:
+    """Let XLA schedule the gradient all-reduce while the backward pass still runs.
+
+    Read when JAX first initialises its GPU backend, so it must be set before that; a flag
+    the user already put in ``XLA_FLAGS`` is left as it is.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_gpu_enable_latency_hiding_scheduler" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " --xla_gpu_enable_latency_hiding_scheduler=true").strip()
 
 
 def _store(model, optimizer, state) -> None:

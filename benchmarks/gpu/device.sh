@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Steps to run accelml's GPU specs on a GPU machine that has Python, JAX and the NVIDIA driver
+# but neither TensorFlow nor XGBoost, and no network (the lent machine these figures came
+# from). Everything it needs travels as wheels; nothing here is needed where `make` works.
+#
+#   benchmarks/gpu/device.sh install WHEEL_DIR          # pip --target /tmp/site, no index
+#   benchmarks/gpu/device.sh stash-part FILE            # keep one part of the split xgboost wheel
+#   benchmarks/gpu/device.sh install-xgboost SHA256     # join the parts, check, install
+#   benchmarks/gpu/device.sh compare SPEC RESULTS [ARGS...]   # python -m accelml compare on the GPUs
+#   benchmarks/gpu/device.sh pack RESULTS TARBALL       # the results dir as one file
+#
+# The xgboost wheel (131 MB, with CUDA) is split with `split -b 48M` to fit the machine's
+# transfer limit, one part per call into /tmp/xgb-parts.
+set -euo pipefail
+site=/tmp/site
+parts=/tmp/xgb-parts
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+case "${1:-}" in
+  install)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$site" "${2:?wheel dir}"/*.whl ;;
+  stash-part)
+    mkdir -p "$parts" && cp "${2:?part file}" "$parts/" && ls -la "$parts" ;;
+  install-xgboost)
+    wheel=/tmp/xgboost-3.2.0-py3-none-manylinux_2_28_x86_64.whl
+    cat "$parts"/xgb.part-* > "$wheel"
+    echo "${2:?sha256}  $wheel" | sha256sum -c -
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheel" ;;
+  compare)
+    spec=${2:?spec}; results=${3:?results dir}; shift 3
+    export PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+    cd "$repo" && python3 -m accelml compare "$spec" --results-dir "$results" --no-progress "$@" ;;
+  pack)
+    tar -czf "${3:?tarball}" -C "$(dirname "${2:?results dir}")" "$(basename "$2")" ;;
+  *)
+    sed -n '2,13p' "$0"; exit 2 ;;
+esac
