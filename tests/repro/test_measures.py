@@ -235,3 +235,26 @@ def _result_like(case):
 
     return CaseResult(run_id="r", case_id="c", algorithm=case.algorithm, backend=case.backend,
                       device=case.device, dataset="d", status="ok", params=case.params)
+
+
+def test_cross_scale_pairs_each_strategy_with_its_own_one_worker_case(tmp_path):
+    store = ResultsStore(tmp_path)
+    run_id = new_run(store)
+
+    def dl(workers, accuracy):
+        return DLMeasurements(model="mnist_cnn", epochs=(EpochRecord(0, 1.0, 0.5),),
+                              per_worker_batch_size=32, workers=workers, learning_rate=0.01,
+                              images_per_second=100.0, rank_weight_digests=("w",) * workers,
+                              final_loss=0.5, final_accuracy=accuracy)
+
+    cases = {}
+    for strategy, workers in (("horovod", 1), ("horovod", 2), ("multiworker", 1),
+                              ("multiworker", 2), ("jax-pmean", 4), (None, 1)):
+        result = add_result(store, run_id, algorithm="mnist_cnn", backend="keras",
+                            workers=workers, strategy=strategy, task="classification",
+                            dl=dl(workers, 0.8), case_id=f"{strategy}-{workers}")
+        cases[result.case_id] = (strategy, workers)
+    pairs = {cases[e.b.case_id]: cases[e.a.case_id]
+             for e in agreement_matrix(store, run_id).cross_scale}
+    assert pairs == {("horovod", 2): ("horovod", 1), ("multiworker", 2): ("multiworker", 1),
+                     ("jax-pmean", 4): (None, 1)}
