@@ -31,7 +31,8 @@ The types
     and what is derived from them: ``median``, ``q1``/``q3`` (the spread shown),
     ``minimum``/``maximum``, the confidence interval of the median ``ci_low``/``ci_high``
     at level ``ci_level`` and ``ci_halfwidth_rel`` (its larger half-width / median).
-    ``noisy`` is True when that half-width stayed above the target the case asked for.
+    ``noisy`` is True when that half-width stayed above the target the case asked for
+    (and above ``TIMER_NOISE_FLOOR_S``, a millisecond).
 
 Every type has ``to_dict()`` (plain JSON-able data) and ``from_dict()``; ``CaseResult``
 and ``RunRecord`` also have ``to_json()`` / ``from_json()``. ``SCHEMA_VERSION`` is stored
@@ -62,6 +63,12 @@ PHASES = ("startup", "load", "fit", "predict", "epoch")
 """Phases a case may time. ``startup``: process start until the runner is ready (one sample);
 ``load``: dataset load or cache read (one sample); ``fit`` / ``predict``: one sample per counted
 repeat; ``epoch``: one sample per counted epoch (the first epoch is warm-up)."""
+
+
+TIMER_NOISE_FLOOR_S = 0.001
+"""Below this half-width (seconds) a median's interval counts as precise whatever its relative
+width: jitter of a millisecond is what the scheduler and the clock add to any call, so a
++-5% target on a 2 ms predict would never be met and would only burn repeats."""
 
 
 class FailureKind(str, Enum):
@@ -183,7 +190,9 @@ class PhaseTiming:
             halfwidth = max(median - low, high - median) / median
         else:
             halfwidth = 0.0 if low == high else math.inf
-        noisy = target_rel is not None and (len(samples) < 2 or halfwidth > target_rel)
+        halfwidth_s = max(median - low, high - median)
+        noisy = target_rel is not None and (
+            len(samples) < 2 or (halfwidth > target_rel and halfwidth_s > TIMER_NOISE_FLOOR_S))
         return cls(
             phase=phase,
             samples=samples,
@@ -206,8 +215,11 @@ class PhaseTiming:
         return len(self.samples)
 
     def converged(self, target_rel: float) -> bool:
-        """True when the median's interval is within ``target_rel`` of the median (needs 2+ samples)."""
-        return self.count >= 2 and self.ci_halfwidth_rel <= target_rel
+        """True when the median's interval is within ``target_rel`` of the median, or within
+        :data:`TIMER_NOISE_FLOOR_S` of it (needs 2+ samples)."""
+        halfwidth_s = max(self.median - self.ci_low, self.ci_high - self.median)
+        return self.count >= 2 and (self.ci_halfwidth_rel <= target_rel
+                                    or halfwidth_s <= TIMER_NOISE_FLOOR_S)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
