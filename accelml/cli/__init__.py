@@ -23,15 +23,6 @@ COMMAND_MODULES = {
 }
 
 
-def _available_commands():
-    for name, module_name in COMMAND_MODULES.items():
-        try:
-            yield name, importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m accelml",
@@ -39,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         "and is the answer still the same?",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in _available_commands():
+    for name, module_name in COMMAND_MODULES.items():
+        module = importlib.import_module(module_name)
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         sub.set_defaults(run=module.run)
