@@ -51,7 +51,7 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def _import_failure(module: str, distribution: str, install_hint: str) -> tuple[object | None, str]:
+def _try_import(module: str, distribution: str, install_hint: str) -> tuple[object | None, str]:
     try:
         return importlib.import_module(module), ""
     except ImportError as error:
@@ -112,21 +112,21 @@ def probe_gpus() -> Availability:
 
 
 def probe_sklearn() -> Availability:
-    module, reason = _import_failure("sklearn", "scikit-learn", "scikit-learn")
+    module, reason = _try_import("sklearn", "scikit-learn", "scikit-learn")
     if module is None:
         return Availability("scikit-learn", "cpu", False, None, reason)
     return Availability("scikit-learn", "cpu", True, module.__version__)
 
 
 def probe_sklearnex() -> Availability:
-    module, reason = _import_failure("sklearnex", "scikit-learn-intelex", "scikit-learn-intelex")
+    module, reason = _try_import("sklearnex", "scikit-learn-intelex", "scikit-learn-intelex")
     if module is None:
         return Availability("scikit-learn-intelex", "cpu", False, None, reason)
     return Availability("scikit-learn-intelex", "cpu", True, _version("scikit-learn-intelex"))
 
 
 def probe_xgboost(device: str) -> Availability:
-    module, reason = _import_failure("xgboost", "xgboost", "xgboost")
+    module, reason = _try_import("xgboost", "xgboost", "xgboost")
     if module is None:
         return Availability("xgboost", device, False, None, reason)
     version = module.__version__
@@ -144,7 +144,7 @@ def probe_xgboost(device: str) -> Availability:
 
 
 def probe_tensorflow() -> Availability:
-    module, reason = _import_failure("tensorflow", "tensorflow", "tensorflow")
+    module, reason = _try_import("tensorflow", "tensorflow", "tensorflow")
     if module is None:
         return Availability("tensorflow", "cpu", False, None, reason)
     gpus = module.config.list_physical_devices("GPU")
@@ -154,14 +154,14 @@ def probe_tensorflow() -> Availability:
 
 
 def probe_keras() -> Availability:
-    module, reason = _import_failure("keras", "keras", "keras")
+    module, reason = _try_import("keras", "keras", "keras")
     if module is None:
         return Availability("keras", "-", False, None, reason)
     return Availability("keras", "-", True, module.__version__, f"backend {module.backend.backend()}")
 
 
 def probe_horovod() -> Availability:
-    module, reason = _import_failure("horovod.tensorflow", "horovod", "horovod (make builds it)")
+    module, reason = _try_import("horovod.tensorflow", "horovod", "horovod (make builds it)")
     if module is None:
         return Availability("horovod", "-", False, None, reason)
     built = [name for name, check in (("gloo", module.gloo_built), ("mpi", module.mpi_built),
@@ -172,7 +172,7 @@ def probe_horovod() -> Availability:
 
 
 def probe_jax() -> Availability:
-    module, reason = _import_failure("jax", "jax", "jax, or jax[cuda12] on a GPU machine")
+    module, reason = _try_import("jax", "jax", "jax, or jax[cuda12] on a GPU machine")
     if module is None:
         return Availability("jax", "-", False, None, reason)
     devices = module.devices()
