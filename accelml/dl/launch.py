@@ -80,6 +80,11 @@ def rank_environment(config: TrainingConfig) -> dict[str, str]:
         env["HOROVOD_FUSION_THRESHOLD"] = "0"
     if config.horovod_cycle_time_ms is not None:
         env["HOROVOD_CYCLE_TIME"] = str(config.horovod_cycle_time_ms)
+    if config.strategy.startswith("jax") and config.device == "gpu":
+        # XLA otherwise takes 75% of each GPU up front, and the recorded peak GPU memory
+        # would be that, not what the model needs
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE",
+                                                              "false")
     if config.strategy.startswith("jax") and config.device == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
         if config.workers > 1:

@@ -127,5 +127,9 @@ def test_rank_environment_passes_horovod_and_xla_settings_through():
     jax_env = rank_environment(TrainingConfig(strategy="jax-pmean", workers=4))
     assert jax_env["KERAS_BACKEND"] == "jax"
     assert "--xla_force_host_platform_device_count=4" in jax_env["XLA_FLAGS"]
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in jax_env
+    gpu_env = rank_environment(TrainingConfig(strategy="jax-pmean", workers=2, device="gpu"))
+    assert gpu_env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"   # peak memory is the model's
+    assert "xla_force_host_platform_device_count" not in gpu_env.get("XLA_FLAGS", "")
     assert rank_environment(TrainingConfig(strategy="multiworker", workers=2))[
         "TF_USE_LEGACY_KERAS"] == "1"

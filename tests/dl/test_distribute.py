@@ -71,6 +71,20 @@ def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
         assert result["test_accuracy"] > 0.5
 
 
+@pytest.mark.parametrize("strategy", ["jax-pmean", "jax-dataparallel"])
+def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy):
+    # small_resnet has BatchNorm: under jax-pmean each device keeps its own moving averages
+    # through the epoch, and they must agree again once the epoch ends.
+    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    config = SMALL.replace(strategy=strategy, model="small_resnet", epochs=2,
+                           model_options={"blocks": 1, "width": 4})
+    result = launch(config, workers=2)
+    assert result.backend == "jax" and result.workers == 2 and result.global_batch == 64
+    assert len(result.rank_digests) == 2 and result.ranks_agree
+    assert result.epochs[-1].images == 64 * result.steps_per_epoch
+    assert result.epochs[-1].loss < result.epochs[0].loss
+
+
 @pytest.mark.slurm
 def test_multiworker_under_srun_uses_the_slurm_cluster_resolver(slurm_available):
     result = launch(SMALL.replace(strategy="multiworker", epochs=2), workers=2, launcher="srun")

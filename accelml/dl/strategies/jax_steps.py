@@ -12,9 +12,13 @@ device takes its batch from its own block by a per-epoch permutation, converts i
 over the global batch sharded along its first axis. XLA inserts the gradient all-reduce;
 BatchNorm statistics are computed over the global batch.
 
-``jax-pmean``: the step runs per device under ``jax.shard_map``; one ``lax.pmean`` averages the
-gradients together with the BatchNorm moving averages (Horovod semantics: batch statistics
-are per device). Dropout draws the same masks on every device (the seed state is replicated).
+``jax-pmean``: the step runs per device under ``jax.shard_map`` and its one collective is the
+``lax.pmean`` of the gradients (Horovod semantics: batch statistics are per device). Each
+device keeps its own BatchNorm moving averages and metric totals through the epoch; the
+moving averages are averaged across devices at the end of each epoch, which gives the same
+values as averaging them every step, since they are linear in the batch statistics, and
+takes that collective out of the step (``benchmarks/bench_jax_step.py`` measures it).
+Dropout draws the same masks on every device (the seed state is replicated).
 """
 
 from __future__ import annotations
@@ -119,46 +123,65 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
 
     if per_device:
-        def device_step(state, x_block, y_block, order, step):
+        def device_step(state, totals, x_block, y_block, order, step):
             trainable, non_trainable, optimizer_vars = state
             images, labels = take_batch(x_block[0], y_block[0], order[0], step)
-            (loss, (predictions, non_trainable)), grads = gradients(
-                trainable, non_trainable, preprocess(images), labels)
-            moving = [v for v, f in zip(non_trainable, floating) if f]
-            grads, moving = jax.lax.pmean((grads, moving), "batch")
-            moving = iter(moving)
-            non_trainable = [next(moving) if f else v for v, f in zip(non_trainable, floating)]
+            (loss, (predictions, updated)), grads = gradients(
+                trainable, [v[0] for v in non_trainable], preprocess(images), labels)
+            grads = jax.lax.pmean(grads, "batch")
             trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads,
                                                                   trainable)
-            totals = jax.lax.psum(totals_of(loss, predictions, labels), "batch")
-            return (trainable, non_trainable, optimizer_vars), totals
+            totals = totals + totals_of(loss, predictions, labels)[None]
+            return (trainable, [v[None] for v in updated], optimizer_vars), totals
 
+        # non-trainable variables carry one copy per device: (workers, *shape), split
+        state_specs = (P(), P("batch"), P())
         step_fn = jax.jit(jax.shard_map(
-            device_step, mesh=mesh, in_specs=(P(), P("batch"), P("batch"), P("batch"), P()),
-            out_specs=(P(), P()), check_vma=False), donate_argnums=0)
+            device_step, mesh=mesh,
+            in_specs=(state_specs, P("batch"), P("batch"), P("batch"), P("batch"), P()),
+            out_specs=(state_specs, P("batch")), check_vma=False), donate_argnums=(0, 1))
+        average_moving = jax.jit(jax.shard_map(
+            lambda values: [jax.lax.pmean(v, "batch") if f else v
+                            for v, f in zip(values, floating)],
+            mesh=mesh, in_specs=(P("batch"),), out_specs=P("batch"), check_vma=False))
     else:
         gather = jax.jit(jax.shard_map(
             lambda x, y, order, step: take_batch(x[0], y[0], order[0], step),
             mesh=mesh, in_specs=(P("batch"), P("batch"), P("batch"), P()),
             out_specs=(P("batch"), P("batch")), check_vma=False))
 
-        def global_step(state, images, labels):
+        def global_step(state, totals, images, labels):
             trainable, non_trainable, optimizer_vars = state
             (loss, (predictions, non_trainable)), grads = gradients(
                 trainable, non_trainable, preprocess(images), labels)
             trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads,
                                                                   trainable)
-            return (trainable, non_trainable, optimizer_vars), totals_of(loss, predictions,
-                                                                         labels)
+            return ((trainable, non_trainable, optimizer_vars),
+                    totals + totals_of(loss, predictions, labels))
 
-        jitted = jax.jit(global_step, donate_argnums=0)
+        jitted = jax.jit(global_step, donate_argnums=(0, 1))
 
-        def step_fn(state, x, y, order, step):
-            return jitted(state, *gather(x, y, order, step))
+        def step_fn(state, totals, x, y, order, step):
+            return jitted(state, totals, *gather(x, y, order, step))
 
-    state = jax.device_put(([v.value for v in model.trainable_variables],
-                            [v.value for v in model.non_trainable_variables],
-                            [v.value for v in optimizer.variables]), replicated)
+    trainable = jax.device_put([v.value for v in model.trainable_variables], replicated)
+    optimizer_vars = jax.device_put([v.value for v in optimizer.variables], replicated)
+    if per_device:
+        non_trainable = jax.device_put(
+            [np.stack([np.asarray(v.value)] * workers) for v in model.non_trainable_variables],
+            split)
+        totals_shape, totals_sharding = (workers, 3), split
+    else:
+        non_trainable = jax.device_put([v.value for v in model.non_trainable_variables],
+                                       replicated)
+        totals_shape, totals_sharding = (3,), replicated
+    state = (trainable, non_trainable, optimizer_vars)
+
+    def shared(state):
+        """The state with one copy of each variable (after an epoch all devices agree)."""
+        if not per_device:
+            return state
+        return state[0], [v[0] for v in state[1]], state[2]
     writes = config.output_dir is not None
     log = EpochLog(config.output_dir if writes else None)
     summaries = _summary_writer(config) if writes and config.tensorboard else None
@@ -172,19 +195,20 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         order = np.stack([rng.permutation(block) if config.shuffle else np.arange(block)
                           for _ in range(workers)]).astype(np.int32)
         order = jax.device_put(order, split)
-        totals = jnp.zeros(3, jnp.float32)
+        totals = jax.device_put(np.zeros(totals_shape, np.float32), totals_sharding)
         for step in range(steps):
-            state, step_totals = step_fn(state, x_dev, y_dev, order, step_numbers[step])
-            totals = totals + step_totals
+            state, totals = step_fn(state, totals, x_dev, y_dev, order, step_numbers[step])
+        if per_device:
+            state = (state[0], average_moving(state[1]), state[2])
         jax.block_until_ready(state)
-        totals = np.asarray(totals)
+        totals = np.asarray(totals).reshape(-1, 3).sum(axis=0)
         record = EpochRecord(epoch, clock.seconds(), float(totals[0] / totals[2]),
                              float(totals[1] / totals[2]),
                              learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
                              int(totals[2]))
         records.append(record)
         if writes:
-            _store(model, optimizer, state)
+            _store(model, optimizer, shared(state))
             if config.checkpoints:
                 directory = os.path.join(config.output_dir, "checkpoints")
                 os.makedirs(directory, exist_ok=True)
@@ -197,14 +221,14 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
                   f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
 
-    _store(model, optimizer, state)
+    _store(model, optimizer, shared(state))
     test_loss = test_accuracy = None
     if len(data.x_test):
-        test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, state, data, preprocess,
-                                             config.global_batch_size)
+        test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, shared(state), data,
+                                             preprocess, config.global_batch_size)
     if writes and config.save_model:
         model.save(os.path.join(config.output_dir, "model.keras"))
-    digests = _device_digests(model, state, devices)
+    digests = _device_digests(model, state, devices, stacked_non_trainable=per_device)
     return TrainingResult(
         strategy=config.strategy, model=config.model, dataset=data.name, workers=workers,
         batch_per_worker=batch, global_batch=batch * workers,
@@ -255,9 +279,14 @@ def _evaluate(jax, jnp, model, loss_fn, state, data, preprocess, batch_size):
     return loss / len(data.x_test), hits / len(data.x_test)
 
 
-def _device_digests(model, state, devices) -> tuple[str, ...]:
-    """One digest per device, over that device's own copy of every weight."""
+def _device_digests(model, state, devices, stacked_non_trainable=False) -> tuple[str, ...]:
+    """One digest per device, over that device's own copy of every weight.
+
+    With ``stacked_non_trainable`` each non-trainable value is (devices, *shape), split so
+    that each device holds its own row.
+    """
     trainable, non_trainable, _ = state
+    stacked = {id(v) for v in model.non_trainable_variables} if stacked_non_trainable else set()
     by_id = {id(v): a for v, a in zip(model.trainable_variables, trainable)}
     by_id.update({id(v): a for v, a in zip(model.non_trainable_variables, non_trainable)})
     digests = []
@@ -266,7 +295,8 @@ def _device_digests(model, state, devices) -> tuple[str, ...]:
         for weight in model.weights:
             value = by_id[id(weight)]
             copy = [s.data for s in value.addressable_shards if s.device == device]
-            arrays.append(np.asarray(copy[0] if copy else value))
+            array = np.asarray(copy[0] if copy else value)
+            arrays.append(array[0] if id(weight) in stacked else array)
         digests.append(weights_digest(arrays))
     return tuple(digests)
 
