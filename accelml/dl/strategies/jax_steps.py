@@ -187,6 +187,9 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     summaries = _summary_writer(config) if writes and config.tensorboard else None
     step_numbers = [jax.device_put(np.int32(s), replicated) for s in range(steps)]
     rng = np.random.default_rng(config.seed)
+    # XLA's CPU devices (forced host devices) can deadlock in an all-reduce when several
+    # steps are queued on a busy machine, so there each step finishes before the next
+    in_lockstep = config.device != "gpu" and workers > 1
     setup_s = clock.seconds()
 
     records = []
@@ -198,6 +201,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         totals = jax.device_put(np.zeros(totals_shape, np.float32), totals_sharding)
         for step in range(steps):
             state, totals = step_fn(state, totals, x_dev, y_dev, order, step_numbers[step])
+            if in_lockstep:
+                jax.block_until_ready(totals)
         if per_device:
             state = (state[0], average_moving(state[1]), state[2])
         jax.block_until_ready(state)
