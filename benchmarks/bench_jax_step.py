@@ -195,9 +195,10 @@ def sweep(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one", action="store_true", help="measure one variant, print JSON")
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--batch", type=int, default=256, help="per GPU")
-    parser.add_argument("--variant", choices=VARIANTS, default="grads")
+    parser.add_argument("--workers", type=int, default=1, help="with --one")
+    parser.add_argument("--batch", type=int, default=256, help="per GPU, with --one (the "
+                        "sweep runs 256 and 512)")
+    parser.add_argument("--variant", choices=VARIANTS, default="grads", help="with --one")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--precision", default="mixed_bfloat16")
     parser.add_argument("--model", default="resnet50v2")

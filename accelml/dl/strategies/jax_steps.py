@@ -226,11 +226,12 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
                   f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
 
-    _store(model, optimizer, shared(state))
+    final = shared(state)
+    _store(model, optimizer, final)
     test_loss = test_accuracy = None
     if len(data.x_test):
-        test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, shared(state), data,
-                                             preprocess, config.global_batch_size)
+        test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, final, data, preprocess,
+                                             config.global_batch_size)
     if writes and config.save_model:
         model.save(os.path.join(config.output_dir, "model.keras"))
     digests = _device_digests(model, state, devices, stacked_non_trainable=per_device)
