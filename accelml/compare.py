@@ -58,7 +58,7 @@ def _lost(task: Any, run_id: str, error: str, failure: str | None = None) -> Cas
     """The failed result of a task the executor returned no result for (``failure``: the
     executor's reason kind, e.g. "unavailable"; a lost worker otherwise)."""
     from accelml.runner.worker import utc_now
-    from accelml.spec.schema import Case
+    from accelml.cases import Case
 
     case = Case.from_dict(task.case)
     return CaseResult(

@@ -28,7 +28,8 @@ import numpy as np
 
 from accelml.datasets import loaders
 from accelml.errors import AccelmlError
-from accelml.results.records import DatasetInfo, canonical_json
+from accelml.cases import canonical_json
+from accelml.results.records import DatasetInfo
 
 CACHE_FORMAT = 1
 

@@ -70,7 +70,7 @@ from accelml.report.repro import (
     compare_arrays,
     _task,
 )
-from accelml.runner.determinism import run_to_run_expectation
+from accelml.expectations import run_to_run_expectation
 
 FORMAT = "accelml-baseline"
 VERSION = 1

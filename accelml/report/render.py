@@ -44,7 +44,8 @@ from accelml.errors import AccelmlError
 from accelml.report import plots
 from accelml.report.speed import speedups
 from accelml.report.table import Row, build_rows, render_text
-from accelml.results.records import CaseResult, Environment, RunRecord, canonical_json
+from accelml.cases import canonical_json
+from accelml.results.records import CaseResult, Environment, RunRecord
 from accelml.results.store import ResultsStore
 
 PHASES = ("fit", "predict", "epoch")

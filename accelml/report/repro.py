@@ -20,7 +20,7 @@ Measures (:func:`compare_arrays`, :func:`compare_results`):
 The matrix (:func:`agreement_matrix`) has four parts: run-to-run (the repeats of each case:
 the runner keeps the digest of every repeat's predictions), cross-backend (each backend
 against the reference backend), cross-device (CPU against CUDA) and cross-scale (1 worker
-against N). Each entry carries :func:`accelml.runner.determinism.pair_expectation`: whether
+against N). Each entry carries :func:`accelml.expectations.pair_expectation`: whether
 bitwise identity is expected there and why not, so a surprise is flagged (``unexpected``).
 
 >>> import numpy as np
@@ -44,7 +44,8 @@ import numpy as np
 
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
-from accelml.runner.determinism import Expectation, pair_expectation, run_to_run_expectation
+from accelml.cases import Expectation
+from accelml.expectations import pair_expectation, run_to_run_expectation
 
 KINDS = ("run-to-run", "cross-backend", "cross-device", "cross-scale", "cross-run")
 

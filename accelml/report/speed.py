@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from accelml.results.records import CaseResult, canonical_json
+from accelml.cases import canonical_json
+from accelml.results.records import CaseResult
 
 
 @dataclass(frozen=True)

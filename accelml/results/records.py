@@ -55,9 +55,10 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
+from accelml.cases import JSONScalar, canonical_json
+
 SCHEMA_VERSION = 1
 
-JSONScalar = str | int | float | bool | None
 
 PHASES = ("startup", "load", "fit", "predict", "epoch")
 """Phases a case may time. ``startup``: process start until the runner is ready (one sample);
@@ -93,11 +94,6 @@ def _check_schema(data: dict[str, Any], kind: str) -> None:
         raise SchemaError(
             f"{kind} has schema version {version}; this accelml reads up to {SCHEMA_VERSION}"
         )
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal data gives equal text (and equal hashes)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
 def _binomial_cdf_half(k: int, n: int) -> float:

@@ -1,14 +1,9 @@
-"""Deterministic mode: what each backend needs to repeat itself, and where identity is not possible.
+"""Deterministic mode: what each backend needs to repeat itself.
 
-Two halves:
-
-* **Settings** (:func:`settings_for`, :func:`apply`): the seed, thread counts, environment
-  variables and library switches a case needs for run-to-run bitwise identity.
-  ``settings_for`` is pure (it only describes); ``apply`` changes the calling process.
-* **Expectations** (:func:`run_to_run_expectation`, :func:`pair_expectation`): a statement
-  of whether two results *should* be bitwise identical, and why not when they should not.
-  The agreement matrix (:mod:`accelml.report.repro`) prints it beside every measure, so a
-  reader can tell a bug (identity expected, not found) from a property of the backends.
+:func:`settings_for` describes the seed, thread counts, environment variables and library
+switches a case needs for run-to-run bitwise identity; :func:`apply` puts them in place in
+the calling process. Whether identity is then expected, and why not where it is not, is
+:mod:`accelml.expectations`.
 
 What deterministic mode sets, by backend:
 
@@ -41,11 +36,6 @@ rank calls :func:`apply_tensorflow` before building its model.
 >>> settings = settings_for(case)
 >>> dict(settings.params)["random_state"], dict(settings.environment)["OMP_NUM_THREADS"]
 (7, '2')
->>> run_to_run_expectation(case).bitwise
-True
->>> other = SimpleNamespace(**{**vars(case), "backend": "sklearnex"})
->>> pair_expectation(case, other).bitwise
-False
 """
 
 from __future__ import annotations
@@ -54,37 +44,16 @@ import dataclasses
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-JSONScalar = str | int | float | bool | None
+from accelml.cases import CaseLike, JSONScalar
+from accelml.expectations import algorithm_params, is_deep_learning, uses_horovod, uses_jax
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TF_DETERMINISM_VARIABLES = (("TF_DETERMINISTIC_OPS", "1"), ("TF_CUDNN_DETERMINISTIC", "1"))
 HOROVOD_VARIABLES = (("HOROVOD_FUSION_THRESHOLD", "0"), ("HOROVOD_HIERARCHICAL_ALLREDUCE", "0"))
 CUDA_VARIABLES = (("CUBLAS_WORKSPACE_CONFIG", ":4096:8"),)
 JAX_FLAG = "--xla_gpu_deterministic_ops=true"
-
-
-class CaseLike(Protocol):
-    """What these functions read from a case: a spec ``Case`` or a stored ``CaseResult``."""
-
-    algorithm: str
-    backend: str
-    device: str
-    workers: int
-    strategy: str | None
-    params: tuple[tuple[str, JSONScalar], ...]
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """Whether two results should be bitwise identical, and the reason either way."""
-
-    bitwise: bool
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"bitwise": self.bitwise, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -106,25 +75,6 @@ class DeterministicSettings:
                 "notes": list(self.notes)}
 
 
-def _is_deep_learning(case: CaseLike) -> bool:
-    return case.backend == "keras"
-
-
-def _uses_horovod(case: CaseLike) -> bool:
-    return (case.strategy or "") == "horovod"
-
-
-def _uses_jax(case: CaseLike) -> bool:
-    return (case.strategy or "").startswith("jax")
-
-
-def _algorithm_params(algorithm: str) -> tuple[str, ...]:
-    from accelml.estimators._algorithms import ALGORITHMS
-
-    found = ALGORITHMS.get(algorithm)
-    return () if found is None else found.param_names
-
-
 def deterministic_params(algorithm: str, params: tuple[tuple[str, JSONScalar], ...] | dict,
                          seed: int, threads: int | None = None
                          ) -> tuple[tuple[str, JSONScalar], ...]:
@@ -138,7 +88,7 @@ def deterministic_params(algorithm: str, params: tuple[tuple[str, JSONScalar], .
     ()
     """
     values = dict(params)
-    accepted = _algorithm_params(algorithm)
+    accepted = algorithm_params(algorithm)
     if "random_state" in accepted and values.get("random_state") is None:
         values["random_state"] = seed
     if threads is not None and "n_jobs" in accepted and values.get("n_jobs") is None:
@@ -164,11 +114,11 @@ def settings_for(case: CaseLike, *, seed: int | None = None,
         notes.append("no fixed thread count: identity holds only on the same number of cores")
     tensorflow = False
     training: tuple[tuple[str, JSONScalar], ...] = ()
-    if _is_deep_learning(case):
+    if is_deep_learning(case):
         # accelml.dl seeds TF and enables op determinism in every rank for deterministic=True
         # (and turns Horovod fusion off); the variables below cover what it does not.
         training = (("deterministic", True), ("seed", seed))
-        if _uses_jax(case):
+        if uses_jax(case):
             flags = os.environ.get("XLA_FLAGS", "")
             environment["XLA_FLAGS"] = flags if JAX_FLAG in flags else (flags + " " + JAX_FLAG).strip()
         else:
@@ -181,7 +131,7 @@ def settings_for(case: CaseLike, *, seed: int | None = None,
             environment.update(CUDA_VARIABLES)
             notes.append("deterministic GPU kernels are slower; timings in this mode are not "
                          "the library's best")
-        if _uses_horovod(case):
+        if uses_horovod(case):
             environment.update(HOROVOD_VARIABLES)
             notes.append("Horovod tensor fusion is off: allreduce is slower than in normal runs")
         params = tuple(sorted(dict(case.params).items()))
@@ -224,7 +174,7 @@ def deterministic_case(case: Any, seed: int | None = None) -> Any:
     keys, which ``accelml.dl`` honours in every rank. ``n_jobs`` is left to the runner, which
     sets it from the case's thread count without changing the case's identity."""
     settings = settings_for(case, seed=seed)
-    if _is_deep_learning(case):
+    if is_deep_learning(case):
         params = {**dict(case.params), **dict(settings.training)}
     else:
         params = dict(deterministic_params(case.algorithm, case.params, settings.seed))
@@ -271,108 +221,3 @@ def apply_tensorflow(seed: int, threads: int | None = None) -> None:
         except RuntimeError:
             # TF's runtime is already initialised; TF_NUM_*_THREADS (set by apply) took effect.
             pass
-
-
-# ---------------------------------------------------------------- expectations
-
-_RANDOMISED = {
-    "kmeans": "k-means++ / random initialisation",
-    "random_forest_classifier": "bootstrap rows and feature sampling",
-    "random_forest_regressor": "bootstrap rows and feature sampling",
-    "pca": "the randomized SVD solver",
-    "svc": "probability calibration / shuffling",
-    "logistic_regression": "the sag/saga/liblinear shuffling",
-    "ridge": "the sag/saga shuffling",
-}
-
-
-def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expectation:
-    """Should two runs of ``case`` on the same machine and thread count be bitwise identical?"""
-    params = dict(case.params)
-    if case.algorithm in _RANDOMISED and "random_state" in _algorithm_params(case.algorithm) \
-            and params.get("random_state") is None and not deterministic:
-        return Expectation(False, f"random_state is not set: {_RANDOMISED[case.algorithm]} "
-                                  "draws a new seed on every fit")
-    if _is_deep_learning(case):
-        if not deterministic:
-            return Expectation(False, "not in deterministic mode: TF picks non-deterministic "
-                                      "kernels and thread schedules, and seeds are not fixed")
-        if _uses_horovod(case):
-            return Expectation(True, "seeds, TF op determinism and Horovod fusion off: every "
-                                     "allreduce sums in rank order, so runs repeat bitwise")
-        if (case.strategy or "") in ("mirrored", "multiworker"):
-            return Expectation(True, "seeds and TF op determinism; tf.distribute all-reduces "
-                                     "in a fixed device order")
-        if _uses_jax(case):
-            return Expectation(True, "seeds and XLA deterministic ops")
-        return Expectation(True, "seeds, TF op determinism and fixed thread pools")
-    if case.backend == "xgboost":
-        if case.device == "cuda":
-            return Expectation(True, "XGBoost's CUDA histogram pre-rounds its sums, so the same "
-                                     "GPU model repeats bitwise (XGBoost >= 1.1)")
-        return Expectation(True, "XGBoost hist on CPU repeats bitwise with a seed and fixed nthread")
-    if case.backend == "sklearnex":
-        return Expectation(True, "oneDAL's CPU algorithms repeat bitwise with a seed and a fixed "
-                                 "thread count")
-    return Expectation(True, "scikit-learn repeats bitwise with a seed and a fixed thread count")
-
-
-def _differences(a: CaseLike, b: CaseLike) -> list[str]:
-    changed = []
-    for name in ("algorithm", "backend", "device", "workers", "strategy"):
-        if getattr(a, name) != getattr(b, name):
-            changed.append(name)
-    if getattr(a, "dataset", None) != getattr(b, "dataset", None):
-        changed.append("dataset")
-    if dict(a.params) != dict(b.params):
-        changed.append("params")
-    return changed
-
-
-def _backend_reason(a: CaseLike, b: CaseLike) -> str:
-    pair = {a.backend, b.backend}
-    if pair == {"sklearn", "sklearnex"}:
-        return ("sklearnex (oneDAL) and scikit-learn are different implementations (other "
-                "solvers, summation order, initialisation): agreement is measured, not identity")
-    if "xgboost" in pair:
-        return ("XGBoost and scikit-learn's histogram boosting bin features and find splits "
-                "differently (quantile sketch vs equal-count bins, hessian vs row limits)")
-    return f"{a.backend} and {b.backend} are different implementations"
-
-
-def _device_reason(a: CaseLike, b: CaseLike) -> str:
-    if "xgboost" in (a.backend, b.backend):
-        return ("XGBoost on CPU and CUDA differ by design: other histogram and gradient-sum "
-                "order, so near-tied splits can go either way (issue 7 reports 99.67% label "
-                "agreement on 1M rows)")
-    if _is_deep_learning(a):
-        return ("CPU (Eigen/oneDNN) and GPU (cuDNN/cuBLAS) kernels sum in different orders; "
-                "rounding differences grow over training steps")
-    return "CPU and GPU kernels sum in different orders"
-
-
-def _scale_reason(a: CaseLike, b: CaseLike) -> str:
-    if _is_deep_learning(a):
-        return (f"{a.workers} vs {b.workers} workers: each step averages gradients over a "
-                "different global batch with a scaled learning rate, so the weights follow "
-                "another path; compare final loss/accuracy, not weights")
-    return (f"{a.workers} vs {b.workers} workers split the work, which changes the "
-            "floating-point summation order")
-
-
-def pair_expectation(a: CaseLike, b: CaseLike, deterministic: bool = True) -> Expectation:
-    """Should results ``a`` and ``b`` be bitwise identical (same machine), and why (not)?"""
-    changed = _differences(a, b)
-    if not changed:
-        return run_to_run_expectation(a, deterministic)
-    reasons = []
-    if "backend" in changed:
-        reasons.append(_backend_reason(a, b))
-    if "device" in changed:
-        reasons.append(_device_reason(a, b))
-    if "workers" in changed or "strategy" in changed:
-        reasons.append(_scale_reason(a, b))
-    for name in ("algorithm", "dataset", "params"):
-        if name in changed:
-            reasons.append(f"the {name} differs")
-    return Expectation(False, "; ".join(reasons))

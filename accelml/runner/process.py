@@ -155,7 +155,7 @@ def _failed(task: CaseTask, kind: str, reason: str, wall: float, started_at: str
             peak_rss: int | None) -> dict[str, Any]:
     from accelml.results.records import CaseResult, FailureKind
     from accelml.runner.worker import utc_now
-    from accelml.spec.schema import Case
+    from accelml.cases import Case
 
     case = Case.from_dict(task.case)
     result = CaseResult(

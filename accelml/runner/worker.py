@@ -188,7 +188,7 @@ def _watch_parent() -> None:
 
 def run_case(payload: dict[str, Any]) -> dict[str, Any]:
     """Run the case described by ``payload`` (see :mod:`accelml.runner.process`); never raises."""
-    from accelml.spec.schema import Case
+    from accelml.cases import Case
 
     ready = time.time()
     started_at = utc_now()

@@ -12,6 +12,6 @@
 """
 
 from accelml.spec.load import load_spec, load_spec_text
-from accelml.spec.schema import Case, DatasetSpec, Experiment, RepeatPolicy
+from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy
 
 __all__ = ["Case", "DatasetSpec", "Experiment", "RepeatPolicy", "load_spec", "load_spec_text"]

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from accelml.errors import SpecError
-from accelml.results.records import canonical_json
+from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,
@@ -78,10 +78,6 @@ from accelml.spec.schema import (
     REPEAT_KEYS,
     SHIPPED,
     TASKS,
-    Case,
-    DatasetSpec,
-    Experiment,
-    RepeatPolicy,
 )
 
 DEFAULT_SPEC = "default.toml"

@@ -214,7 +214,7 @@ def assert_reproducible(estimator_or_result: Any, X: Any = None, y: Any = None, 
     once: it cannot be expected to repeat itself.
     """
     from accelml.results.records import CaseResult
-    from accelml.spec.schema import Case
+    from accelml.cases import Case
 
     if isinstance(estimator_or_result, Case):
         _assert_case_reproducible(estimator_or_result, repeats, require_seed)

@@ -15,10 +15,9 @@ from accelml.runner.determinism import (
     apply,
     deterministic_experiment,
     deterministic_params,
-    pair_expectation,
-    run_to_run_expectation,
     settings_for,
 )
+from accelml.expectations import pair_expectation, run_to_run_expectation
 
 
 def _case(**changes):
@@ -59,7 +58,7 @@ def test_keras_cases_get_tf_determinism_and_horovod_fusion_off():
 
 
 def test_deterministic_experiment_fills_seeds_and_training_keys():
-    from accelml.spec.schema import Case, DatasetSpec, Experiment
+    from accelml.cases import Case, DatasetSpec, Experiment
 
     dataset = DatasetSpec("d", "shipped", (("name", "iris"),))
     forest = Case("random_forest_classifier", "sklearn", "cpu", dataset, seed=4)

@@ -20,7 +20,7 @@ from accelml.report.repro import (
 )
 from accelml.results.records import DLMeasurements, EpochRecord
 from accelml.results.store import ResultsStore
-from accelml.runner.determinism import pair_expectation
+from accelml.expectations import pair_expectation
 
 from .records import add_result, new_run
 

@@ -131,7 +131,7 @@ def test_pytest_plugin_fixtures(pytester):
 
 
 def _forest_case(**params):
-    from accelml.spec.schema import Case, DatasetSpec, RepeatPolicy
+    from accelml.cases import Case, DatasetSpec, RepeatPolicy
 
     return Case("random_forest_classifier", "sklearn", "cpu",
                 DatasetSpec("cancer", "shipped", (("name", "breast_cancer"),)),

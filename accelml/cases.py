@@ -1,0 +1,230 @@
+"""The records every stage reads: an :class:`Experiment` of :class:`Case` s on :class:`DatasetSpec` s.
+
+This is the lowest layer of accelml: the spec builds these records, executors and the
+runner run them, the store keeps them and the report reads them back, all importing them
+from here. A case is one (algorithm, backend, device, workers, strategy, dataset, params)
+with the measurement settings it runs under (:class:`RepeatPolicy`, time and memory
+limits, threads). Its ``case_id`` is a hash of what defines it, not of how it is measured,
+so changing the repeat count or a time limit keeps the ids (and ``--resume`` keeps working).
+An :class:`Expectation` says whether two results should be bitwise identical, and why.
+
+>>> policy = RepeatPolicy(min_repeats=3, max_repeats=3)
+>>> policy.fixed
+True
+>>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("blobs", "generated"))
+>>> len(case.case_id), case.is_deep_learning
+(16, False)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+JSONScalar = str | int | float | bool | None
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal data gives equal text (and equal hashes)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+class CaseLike(Protocol):
+    """What a case and a stored result have in common (a spec ``Case`` or a ``CaseResult``)."""
+
+    algorithm: str
+    backend: str
+    device: str
+    workers: int
+    strategy: str | None
+    params: tuple[tuple[str, JSONScalar], ...]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Whether two results should be bitwise identical, and the reason either way."""
+
+    bitwise: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bitwise": self.bitwise, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class RepeatPolicy:
+    """How often a case is measured.
+
+    It runs ``warmup`` uncounted rounds, then repeats until the confidence interval of every
+    timed phase's median is within ``target_rel`` of the median (at least ``min_repeats``),
+    or ``max_repeats`` is reached, or ``max_seconds`` of counted rounds have passed. A case
+    that stops without reaching the target is flagged noisy. ``min_repeats == max_repeats``
+    is a fixed count.
+    """
+
+    min_repeats: int = 3
+    max_repeats: int = 10
+    target_rel: float = 0.05
+    confidence: float = 0.95
+    warmup: int = 1
+    max_seconds: float | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.min_repeats == self.max_repeats
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min_repeats": self.min_repeats, "max_repeats": self.max_repeats,
+                "target_rel": self.target_rel, "confidence": self.confidence,
+                "warmup": self.warmup, "max_seconds": self.max_seconds}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RepeatPolicy":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One ``[datasets.NAME]`` table: ``source`` and its options (sorted key/value pairs)."""
+
+    name: str
+    source: str
+    options: tuple[tuple[str, JSONScalar], ...] = ()
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return dict(self.options).get(key, default)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What defines the data (the NAME is a label and is left out)."""
+        return {"source": self.source, **dict(self.options)}
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DatasetSpec":
+        return cls(data["name"], data["source"], tuple(sorted(data.get("options", {}).items())))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One runnable case: what it is, and how it is measured."""
+
+    algorithm: str
+    backend: str
+    device: str
+    dataset: DatasetSpec
+    workers: int = 1
+    strategy: str | None = None
+    params: tuple[tuple[str, JSONScalar], ...] = ()
+    repeats: RepeatPolicy = field(default_factory=RepeatPolicy)
+    time_limit_s: float = 600.0
+    memory_limit_mb: int | None = None
+    threads: int | None = None
+    seed: int = 0
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm,
+            "backend": self.backend,
+            "device": self.device,
+            "workers": self.workers,
+            "strategy": self.strategy,
+            "dataset": self.dataset.identity,
+            "params": dict(self.params),
+        }
+
+    @property
+    def case_id(self) -> str:
+        """A stable id: the hash of what defines the case (not of how it is measured)."""
+        return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
+
+    @property
+    def params_dict(self) -> dict[str, JSONScalar]:
+        return dict(self.params)
+
+    @property
+    def is_deep_learning(self) -> bool:
+        """A deep-learning case: one that has a distribution strategy."""
+        return self.strategy is not None
+
+    @property
+    def label(self) -> str:
+        extra = ", ".join(f"{k}={v}" for k, v in self.params)
+        workers = f" x{self.workers}" if self.workers != 1 else ""
+        return (f"{self.algorithm}/{self.backend}/{self.device}{workers} on {self.dataset.name}"
+                + (f" ({extra})" if extra else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "algorithm": self.algorithm,
+            "backend": self.backend,
+            "device": self.device,
+            "dataset": self.dataset.to_dict(),
+            "workers": self.workers,
+            "strategy": self.strategy,
+            "params": dict(self.params),
+            "repeats": self.repeats.to_dict(),
+            "time_limit_s": self.time_limit_s,
+            "memory_limit_mb": self.memory_limit_mb,
+            "threads": self.threads,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Case":
+        case = cls(
+            algorithm=data["algorithm"],
+            backend=data["backend"],
+            device=data["device"],
+            dataset=DatasetSpec.from_dict(data["dataset"]),
+            workers=int(data.get("workers", 1)),
+            strategy=data.get("strategy"),
+            params=tuple(sorted(data.get("params", {}).items())),
+            repeats=RepeatPolicy.from_dict(data.get("repeats", {})),
+            time_limit_s=float(data.get("time_limit_s", 600.0)),
+            memory_limit_mb=data.get("memory_limit_mb"),
+            threads=data.get("threads"),
+            seed=int(data.get("seed", 0)),
+        )
+        if "case_id" in data and data["case_id"] != case.case_id:
+            raise ValueError(f"case_id {data['case_id']} does not match its definition")
+        return case
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A parsed, validated spec: its datasets and expanded cases, and where it came from."""
+
+    name: str
+    text: str
+    path: str
+    datasets: tuple[DatasetSpec, ...]
+    cases: tuple[Case, ...]
+    reference: str | None = None
+    description: str = ""
+    cluster_json: str = ""         # the [cluster] table (canonical JSON), for the executor
+    deterministic: bool = False    # run in deterministic mode (accelml.runner.determinism)
+
+    @property
+    def cluster(self) -> dict[str, Any] | None:
+        return json.loads(self.cluster_json) if self.cluster_json else None
+
+    @property
+    def text_hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def case(self, case_id: str) -> Case:
+        for case in self.cases:
+            if case.case_id == case_id:
+                return case
+        raise KeyError(case_id)
