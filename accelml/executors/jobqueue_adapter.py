@@ -10,6 +10,8 @@ used only here (:class:`WorkerJobs`):
 * ``cluster.workers``: the jobs submitted (name -> ``Job`` with ``job_id``); a job that left
   the queue is dropped from it so that the next correction submits a new one;
 * ``cluster._correct_state()``: submit what is wanted and missing, cancel what is no longer wanted;
+* ``Job.start`` wrapped to keep each job's own submission error (and mark the job failed,
+  which closing the cluster checks), with the record's ``submit`` / ``cancel`` commands;
 * ``TaskState.suspicious`` on the scheduler: how often a task lost its worker (:func:`task_facts`).
 
 It was written for (and is tested with) the versions in :data:`WRITTEN_FOR`; other versions
@@ -130,7 +132,10 @@ def job_script(queue: JobQueue, address: str, name: str, options: JobOptions) ->
 
 def _submitting_class(queue: JobQueue) -> type:
     """``queue.job_class``, submitting and cancelling with the record's commands and keeping
-    the error of a failed submission on the job (``submit_error``)."""
+    the error of a failed submission on the job (``submit_error``), marked failed so that
+    closing the cluster does not take it for a job still starting."""
+    from distributed.core import Status
+
     base = load_class(queue.job_class)
 
     async def start(self: object) -> None:
@@ -138,6 +143,7 @@ def _submitting_class(queue: JobQueue) -> type:
             await base.start(self)  # type: ignore[attr-defined]  # dask-jobqueue's Job.start
         except Exception as error:
             self.submit_error = error  # type: ignore[attr-defined]
+            self.status = Status.failed  # type: ignore[attr-defined]
             raise
 
     return type(base.__name__, (base,), {"start": start, "submit_command": queue.submit,
