@@ -74,7 +74,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                        help="SLURM partition / PBS queue")
     group.add_argument("--account", default=None, metavar="NAME", help="account to charge")
     group.add_argument("--directive", dest="directives", action="append", default=None, metavar="LINE",
-                       help="extra '#SBATCH'/'#PBS' line, without the prefix (repeatable)")
+                       help="extra directive line ('#SBATCH', '#PBS', ...), without the prefix (repeatable)")
     group.add_argument("--prologue", action="append", default=None, metavar="LINE",
                        help="shell line run before the worker starts, e.g. 'module load "
                             "Horovod' (repeatable)")

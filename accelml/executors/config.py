@@ -31,7 +31,7 @@ from importlib import resources as package_files
 from pathlib import Path
 from typing import Protocol
 
-from accelml.errors import AccelmlError, SpecError
+from accelml.errors import SpecError
 from accelml.executors.interface import Executor, ProgressCallback
 from accelml.executors.resources import Resources
 from accelml.plugins import ExtensionPoint, unknown_choice
@@ -133,9 +133,9 @@ class Scheduler:
     preview_as: str | None = None
 
     def queue(self) -> JobQueue:
-        """:attr:`job_queue`; an :class:`AccelmlError` for a scheduler that submits no jobs."""
+        """:attr:`job_queue`; a one-line :class:`SpecError` for a scheduler that submits no jobs."""
         if self.job_queue is None:
-            raise AccelmlError(f"--cluster {self.name} submits no batch jobs")
+            raise SpecError(f"--cluster {self.name} submits no batch jobs (it has no job scripts)")
         return self.job_queue
 
     def unavailable(self) -> str | None:

@@ -200,6 +200,7 @@ class JobQueueExecutor:
 
     def close(self) -> None:
         """Cancel every job of this run, wait until the queue no longer lists them, clean up."""
+        submitted = tuple(self.jobs.job_ids().values()) if self.jobs is not None else ()
         try:
             if self.client is not None:
                 try:
@@ -211,7 +212,7 @@ class JobQueueExecutor:
                     self.jobs.close(timeout=30)
                 except Exception as error:
                     logger.warning("closing the job-queue cluster: %s", error)
-            self._cancel_leftover_jobs()
+            self._cancel_leftover_jobs(submitted)
         finally:
             self.client = None
             self.jobs = None
@@ -224,12 +225,12 @@ class JobQueueExecutor:
             if not self._keep_logs:
                 shutil.rmtree(self.run_directory, ignore_errors=True)
 
-    def _cancel_leftover_jobs(self, timeout: float = 60.0) -> None:
-        """Cancel what is still queued under this run's job name; wait until it is gone."""
+    def _cancel_leftover_jobs(self, submitted: tuple[str, ...], timeout: float = 60.0) -> None:
+        """Cancel what the queue still lists of this run (by its job name, or the ``submitted``
+        job ids, as the scheduler's ``read_queue`` finds them); wait until it is gone."""
         deadline = time.monotonic() + timeout
-        known = tuple(self.jobs.job_ids().values()) if self.jobs is not None else ()
         while True:
-            states = self.job_states(known)
+            states = self.job_states(submitted)
             if states is None and time.monotonic() < deadline:
                 time.sleep(0.5)
                 continue

@@ -205,7 +205,9 @@ class WorkerJobs:
         return self._cluster
 
     def want(self, name: str, options: JobOptions) -> None:
-        """Ask for a job called ``name``; submitted by the next :meth:`submit`."""
+        """Ask for a job called ``name``; submitted by the next :meth:`submit`. Its script is
+        written first, so that options the job class refuses raise here, for this job alone."""
+        job_script(self.queue, self.address, name, options)
         self._cluster.worker_spec[name] = {"cls": self._job_class, "options": dict(options)}
 
     def drop(self, name: str) -> None:
