@@ -31,12 +31,8 @@ from __future__ import annotations
 
 from accelml.errors import UnavailableError
 from accelml.executors.config import SCHEDULERS, ClusterSettings
-from accelml.executors.interface import (
-    CaseOutcome,
-    Executor,
-    FanOutProgress,
-    ProgressCallback,
-)
+from accelml.executors.interface import CaseOutcome, Executor, FanOutProgress, ProgressCallback
+from accelml.executors.jobqueue_adapter import installed_versions, version_problem
 
 
 def make_executor(settings: ClusterSettings | None = None,
@@ -48,10 +44,13 @@ def make_executor(settings: ClusterSettings | None = None,
 
 def ensure_available(settings: ClusterSettings | None) -> None:
     """Raise :class:`UnavailableError` (one line) when ``settings``' scheduler cannot run
-    cases from this machine (e.g. its submit command is not on PATH): call it before
-    writing anything."""
+    cases from this machine (its submit command is not on PATH, its controller does not
+    answer, dask-jobqueue is another version than accelml's adapter was written for): call
+    it before writing anything."""
     scheduler = SCHEDULERS.get((settings or ClusterSettings()).kind)
     reason = scheduler.unavailable()
+    if reason is None and scheduler.job_queue is not None:
+        reason = version_problem(installed_versions())
     if reason is not None:
         raise UnavailableError(f"--cluster {scheduler.name}: {reason}")
 
