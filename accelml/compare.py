@@ -95,7 +95,7 @@ def run_experiment(
     (``PYTHONHASHSEED``, TF/cuDNN/XLA determinism, Horovod fusion off) passed to each case
     process with its task; the client's own environment is left as it is.
     """
-    from accelml.executors import make_executor
+    from accelml.executors import make_executor, submits_jobs
     from accelml.runner.environment import fingerprint
     from accelml.runner.process import CaseTask, execute_case
     from accelml.runner.worker import utc_now
@@ -139,13 +139,13 @@ def run_experiment(
         store.set_run_status(run.run_id, RunRecord.FINISHED)
         return store.get_run(run.run_id)
     jobs = int(getattr(settings, "jobs", None) or 1)
-    kind = getattr(settings, "kind", "local")
+    in_jobs = submits_jobs(settings)
     job_cores = getattr(getattr(settings, "resources", None), "cores", None)
     tasks = []
     for case in pending:
         # Locally the cases running at once share this machine's cores; on a cluster each
         # case gets the cores of the worker job it runs in.
-        threads = case.threads or (job_cores if kind != "local" and job_cores
+        threads = case.threads or (job_cores if in_jobs and job_cores
                                    else default_threads(jobs))
         case_data = case.to_dict()
         case_data["threads"] = threads
@@ -338,13 +338,13 @@ def compare(
     median's confidence interval is within ``target`` (relative). Each case runs in its own
     process; results go to ``results_dir`` (a new temporary directory by default).
     ``deterministic=True`` runs in deterministic mode (see :func:`run_experiment`).
-    ``cluster`` ("local", "slurm", "pbs"), ``jobs`` (cases at once) and ``resources`` (per
+    ``cluster`` ("local", "slurm", "pbs" or a scheduler plug-in's name), ``jobs`` (cases at once) and ``resources`` (per
     worker job: ``{"cores": 4, "gpus": 1, "partition": "gpu", "walltime": "01:00:00"}``)
     choose where cases run, over accelml's cluster config, as ``--cluster``, ``--jobs`` and
     the resource flags do (:func:`accelml.executors.arguments.cluster_settings`); on a
     cluster, job and worker counts are printed to stderr unless ``progress`` is given.
     """
-    from accelml.executors.arguments import cluster_settings, progress_printer
+    from accelml.executors.arguments import cluster_settings, progress_for
     from accelml.spec.load import load_spec_text
 
     algorithms = [algorithm] if isinstance(algorithm, str) else list(algorithm)
@@ -377,9 +377,7 @@ def compare(
             if value is not None) + "}")
     experiment = load_spec_text("\n".join(lines) + "\n", f"<compare {name}>", directory)
     settings = cluster_settings(cluster, jobs, resources=resources)
-    if progress is None and settings.kind != "local":
-        progress = progress_printer()
-    run = run_experiment(experiment, store, settings=settings, progress=progress,
+    run = run_experiment(experiment, store, settings=settings, progress=progress_for(settings, progress),
                          deterministic=deterministic)
     return Comparison.from_store(store, run.run_id)
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import sys
 
+from accelml.executors import ensure_available
+from accelml.executors.arguments import progress_for
+
 HELP = "run an experiment spec (default: the embedded one) and print the comparison table"
 
 
@@ -92,6 +95,7 @@ def run(args) -> int:
     if args.dry_run:
         _print_plan(experiment)
         return 0
+    ensure_available(settings)   # before anything is written
     err = Console(stderr=True, highlight=False)
     store = ResultsStore(args.results_dir)
     progress_bar = None
@@ -125,11 +129,7 @@ def run(args) -> int:
             err.print(line)
 
     try:
-        cluster_progress = None
-        if settings.kind != "local" and not args.no_progress:
-            from accelml.executors.arguments import progress_printer
-
-            cluster_progress = progress_printer()
+        cluster_progress = None if args.no_progress else progress_for(settings)
         run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
                                     cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
                                     progress=cluster_progress)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-HELP = "print the sbatch (or PBS) job scripts that 'compare --cluster slurm|pbs' would submit"
+import argparse
+
+from accelml.executors.arguments import add_cluster_arguments, settings_from_args
+from accelml.executors.preview import (
+    batch_preview,
+    previewed_scheduler,
+    worker_jobs_preview,
+)
+from accelml.spec.load import load_spec
+
+HELP = ("print the batch job scripts (sbatch, PBS or a scheduler plug-in's) that "
+        "'compare --cluster KIND' would submit")
 
 
-def add_arguments(parser) -> None:
-    from accelml.executors.arguments import add_cluster_arguments
-
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", default=None,
                         help="experiment spec (TOML); default: the embedded smoke spec")
     parser.add_argument("--batch", action="store_true",
@@ -16,16 +25,12 @@ def add_arguments(parser) -> None:
     add_cluster_arguments(parser)
 
 
-def run(args) -> int:
-    from accelml.executors.arguments import settings_from_args
-    from accelml.executors.preview import batch_preview, worker_jobs_preview
-    from accelml.spec.load import load_spec
-
+def run(args: argparse.Namespace) -> int:
     experiment = load_spec(args.spec)
     settings = settings_from_args(args, experiment)
-    kind = settings.kind if settings.kind != "local" else "slurm"
+    scheduler = previewed_scheduler(settings)
     if args.batch:
-        print(batch_preview(kind, args.spec, experiment, settings), end="")
+        print(batch_preview(scheduler, args.spec, experiment, settings), end="")
     else:
-        print(worker_jobs_preview(kind, experiment, settings), end="")
+        print(worker_jobs_preview(scheduler, experiment, settings), end="")
     return 0

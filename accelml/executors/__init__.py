@@ -9,74 +9,56 @@ An executor is a context manager with one method::
 ``function(item)`` runs on a worker (it must be importable there); ``items`` are
 :class:`accelml.runner.process.CaseTask` objects (they carry ``device``, ``workers``,
 ``strategy``, ``threads``, ``memory_limit_mb`` and ``time_limit_s`` as attributes, which is
-what :meth:`accelml.executors.resources.CaseNeeds.of_case` reads). Each outcome has
-``index`` (position in ``items``), ``item``, ``result`` (what ``function`` returned) and
-``error`` (``None``, or one line saying why there is no result, e.g. a lost worker);
-``ok`` is ``error is None``; ``failure`` is ``"unavailable"`` for an item the executor
-never started because its machine cannot give what it needs (e.g. GPUs), else ``None``.
+what :meth:`accelml.executors.resources.CaseNeeds.of_case` reads). Each outcome
+(:class:`CaseOutcome`) has ``index`` (position in ``items``), ``item``, ``result`` (what
+``function`` returned) and ``error`` (``None``, or one line saying why there is no result,
+e.g. a lost worker); ``ok`` is ``error is None``; ``failure`` is ``"unavailable"`` for an
+item the executor never started because its machine cannot give what it needs (e.g.
+GPUs), else ``None``.
 
-Kinds: ``local`` (:class:`accelml.executors.local.LocalExecutor`, a dask LocalCluster
-running ``jobs`` cases at once, one by default so timings never share cores), ``slurm`` and
-``pbs`` (:class:`accelml.executors.jobqueue.JobQueueExecutor`, dask-jobqueue). A new kind is
-one more entry in :data:`EXECUTOR_KINDS`: a factory taking the cluster settings and a
-progress callback.
+``settings.kind`` names a scheduler record (:data:`accelml.executors.config.SCHEDULERS`):
+``local`` (:class:`accelml.executors.local.LocalExecutor`, a dask LocalCluster running
+``jobs`` cases at once, one by default so timings never share cores), ``slurm`` and ``pbs``
+(:class:`accelml.executors.jobqueue.JobQueueExecutor`, dask-jobqueue), or a third party's.
+A new kind is one module in :mod:`accelml.executors.schedulers` (or an entry point).
+
+>>> from accelml.executors.config import SCHEDULERS, ClusterSettings
+>>> type(make_executor(ClusterSettings(kind="local", jobs=2))).__name__
+'LocalExecutor'
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from accelml.errors import UnavailableError
+from accelml.executors.config import SCHEDULERS, ClusterSettings
+from accelml.executors.interface import CaseOutcome, Executor, FanOutProgress, ProgressCallback
+from accelml.executors.jobqueue_adapter import installed_versions, version_problem
 
 
-@dataclass(frozen=True)
-class CaseOutcome:
-    """What became of one submitted item: its result, or why it has none."""
-
-    index: int
-    item: Any
-    result: Any = None
-    error: str | None = None
-    lost_workers: int = 0
-    worker: str | None = None
-    failure: str | None = None     # why, when the executor knows: "unavailable" (never started)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
+def make_executor(settings: ClusterSettings | None = None,
+                  progress: ProgressCallback | None = None) -> Executor:
+    """The executor of the scheduler ``settings.kind`` names (``None``: one local case at a time)."""
+    settings = settings or ClusterSettings()
+    return SCHEDULERS.get(settings.kind).executor(settings, progress=progress)
 
 
-class Executor(Protocol):
-    """The interface every executor offers (see the module docstring)."""
-
-    def __enter__(self) -> "Executor": ...
-
-    def __exit__(self, *exc_info: object) -> None: ...
-
-    def map(self, function: Callable[[Any], Any], items: Iterable[Any],
-            needs: Sequence[Any] | None = None) -> Iterator[CaseOutcome]: ...
-
-
-EXECUTOR_KINDS: Mapping[str, str] = MappingProxyType({
-    "local": "accelml.executors.local:LocalExecutor",
-    "slurm": "accelml.executors.jobqueue:JobQueueExecutor",
-    "pbs": "accelml.executors.jobqueue:JobQueueExecutor",
-})
-"""kind -> "module:Factory"; the factory is called as ``Factory(settings, progress=...)``."""
+def ensure_available(settings: ClusterSettings | None) -> None:
+    """Raise :class:`UnavailableError` (one line) when ``settings``' scheduler cannot run
+    cases from this machine (its submit command is not on PATH, its controller does not
+    answer, dask-jobqueue is another version than accelml's adapter was written for): call
+    it before writing anything."""
+    scheduler = SCHEDULERS.get((settings or ClusterSettings()).kind)
+    reason = scheduler.unavailable()
+    if reason is None and scheduler.job_queue is not None:
+        reason = version_problem(installed_versions())
+    if reason is not None:
+        raise UnavailableError(f"--cluster {scheduler.name}: {reason}")
 
 
-def make_executor(settings: Any, progress: Callable[[Any], None] | None = None) -> Executor:
-    """The executor for ``settings.kind`` (``ClusterSettings`` or anything with ``kind``/``jobs``)."""
-    from accelml.errors import AccelmlError
-
-    kind = getattr(settings, "kind", "local")
-    target = EXECUTOR_KINDS.get(kind)
-    if target is None:
-        raise AccelmlError(f"unknown executor {kind!r}; allowed: {', '.join(EXECUTOR_KINDS)}")
-    module, _, name = target.partition(":")
-    factory = getattr(importlib.import_module(module), name)
-    return factory(settings, progress=progress)
+def submits_jobs(settings: ClusterSettings | None) -> bool:
+    """Whether cases run in batch jobs (each with the cores of its job) rather than on this machine."""
+    return settings is not None and SCHEDULERS.get(settings.kind).job_queue is not None
 
 
-__all__ = ["CaseOutcome", "EXECUTOR_KINDS", "Executor", "make_executor"]
+__all__ = ["CaseOutcome", "Executor", "FanOutProgress", "ProgressCallback", "ensure_available",
+           "make_executor", "submits_jobs"]

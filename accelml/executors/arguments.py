@@ -17,7 +17,7 @@ The Python API takes the same settings as keywords (:func:`cluster_settings`); t
 takes a ``[cluster]`` table with a ``[cluster.resources]`` sub-table::
 
     [cluster]
-    kind = "slurm"          # local | slurm | pbs
+    kind = "slurm"          # local | slurm | pbs | a scheduler plug-in's name
     jobs = 4
     retries = 2
     [cluster.resources]
@@ -38,11 +38,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, TextIO
+from collections.abc import Mapping
+from typing import TextIO
 
+from accelml.cases import Experiment
 from accelml.errors import SpecError
-from accelml.executors.config import KINDS, LAUNCHERS, ClusterSettings, load_cluster_settings
+from accelml.executors import Executor, make_executor, submits_jobs
+from accelml.executors.config import LAUNCHERS, ClusterSettings, load_cluster_settings
+from accelml.executors.interface import FanOutProgress, ProgressCallback
 
 _RESOURCE_FLAGS = ("cores", "memory", "gpus", "gpu_type", "walltime", "partition", "account")
 
@@ -52,11 +55,11 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "cluster", "where cases run; defaults come from accelml's cluster config "
         "(~/.config/dask/accelml.yaml), then --cluster-config, then the spec's [cluster] table")
-    group.add_argument("--cluster", choices=KINDS, default=None,
+    group.add_argument("--cluster", default=None, metavar="KIND",
                        help="local: a dask LocalCluster here (default); slurm / pbs: worker jobs "
-                            "through dask-jobqueue")
+                            "through dask-jobqueue; or the name of an installed scheduler plug-in")
     group.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
-                       help="cases at once: worker jobs on slurm/pbs, worker threads locally")
+                       help="cases at once: worker jobs on a batch system, worker threads locally")
     group.add_argument("--cluster-config", default=None, metavar="FILE",
                        help="a dask-style YAML file with an 'accelml: cluster:' section")
     group.add_argument("--cores", type=_positive_int, default=None, metavar="N",
@@ -71,7 +74,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                        help="SLURM partition / PBS queue")
     group.add_argument("--account", default=None, metavar="NAME", help="account to charge")
     group.add_argument("--directive", dest="directives", action="append", default=None, metavar="LINE",
-                       help="extra '#SBATCH'/'#PBS' line, without the prefix (repeatable)")
+                       help="extra directive line ('#SBATCH', '#PBS', ...), without the prefix (repeatable)")
     group.add_argument("--prologue", action="append", default=None, metavar="LINE",
                        help="shell line run before the worker starts, e.g. 'module load "
                             "Horovod' (repeatable)")
@@ -111,27 +114,14 @@ def _environment(pairs: list[str] | None) -> dict[str, str] | None:
     return result
 
 
-def cluster_table_of(spec: Any) -> Mapping | None:
-    """The spec's ``[cluster]`` table: ``spec.cluster`` if the schema has it, else read from its text."""
-    if spec is None:
-        return None
-    table = getattr(spec, "cluster", None)
-    if table is not None:
-        return dict(table) if not isinstance(table, Mapping) else table
-    text = getattr(spec, "text", None)
-    if not text:
-        return None
-    import tomllib
-
-    try:
-        return tomllib.loads(text).get("cluster")
-    except tomllib.TOMLDecodeError:
-        return None
+def cluster_table_of(spec: Experiment | None) -> Mapping[str, object] | None:
+    """The spec's ``[cluster]`` table, if it has one."""
+    return spec.cluster if spec is not None else None
 
 
-def settings_from_args(args: argparse.Namespace, spec: Any = None) -> ClusterSettings:
+def settings_from_args(args: argparse.Namespace, spec: Experiment | None = None) -> ClusterSettings:
     """Cluster settings from every layer: config files, the spec's [cluster] table, the flags."""
-    resources = {name: getattr(args, name, None) for name in _RESOURCE_FLAGS}
+    resources: dict[str, object] = {name: getattr(args, name, None) for name in _RESOURCE_FLAGS}
     resources["directives"] = getattr(args, "directives", None)
     resources["prologue"] = getattr(args, "prologue", None)
     resources["environment"] = _environment(getattr(args, "environment", None))
@@ -148,7 +138,7 @@ def settings_from_args(args: argparse.Namespace, spec: Any = None) -> ClusterSet
         return load_cluster_settings(spec_table=spec_table, overrides=overrides,
                                      config_file=getattr(args, "cluster_config", None))
     except SpecError as error:
-        where = getattr(spec, "path", None)
+        where = spec.path if spec is not None else None
         message = str(error)
         if where and message.startswith("[cluster]"):
             raise SpecError(f"{where}: {message}") from None
@@ -156,8 +146,8 @@ def settings_from_args(args: argparse.Namespace, spec: Any = None) -> ClusterSet
 
 
 def cluster_settings(cluster: str | None = None, jobs: int | None = None, *,
-                     resources: Mapping | None = None, spec: Any = None,
-                     config_file: str | None = None, **settings: Any) -> ClusterSettings:
+                     resources: Mapping[str, object] | None = None, spec: Experiment | None = None,
+                     config_file: str | None = None, **settings: object) -> ClusterSettings:
     """The Python API's spelling: ``cluster_settings("slurm", 4, resources={"gpus": 1})``.
 
     Keywords (``retries``, ``tls``, ``launcher``, ``shared_directory``, ...) are the keys of
@@ -171,21 +161,25 @@ def cluster_settings(cluster: str | None = None, jobs: int | None = None, *,
                                  config_file=config_file)
 
 
-def progress_printer(stream: TextIO | None = None) -> Callable[[Any], None]:
+def progress_printer(stream: TextIO | None = None) -> ProgressCallback:
     """A progress callback that prints each change of the job/worker/case counts as one line."""
 
-    def show(progress: Any) -> None:
+    def show(progress: FanOutProgress) -> None:
         print(f"accelml: {progress.line()}", file=stream or sys.stderr, flush=True)
 
     return show
 
 
-def executor_from_args(args: argparse.Namespace, spec: Any = None,
-                       progress: Callable[[Any], None] | None = None):
-    """The executor the flags, the spec and the config files ask for (a context manager)."""
-    from accelml.executors import make_executor
+def progress_for(settings: ClusterSettings | None,
+                 progress: ProgressCallback | None = None) -> ProgressCallback | None:
+    """``progress``, or where cases run in batch jobs and none is given, :func:`progress_printer`."""
+    if progress is None and submits_jobs(settings):
+        return progress_printer()
+    return progress
 
+
+def executor_from_args(args: argparse.Namespace, spec: Experiment | None = None,
+                       progress: ProgressCallback | None = None) -> Executor:
+    """The executor the flags, the spec and the config files ask for (a context manager)."""
     settings = settings_from_args(args, spec)
-    if progress is None and settings.kind != "local":
-        progress = progress_printer()
-    return make_executor(settings, progress=progress)
+    return make_executor(settings, progress=progress_for(settings, progress))

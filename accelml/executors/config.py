@@ -1,34 +1,151 @@
-"""Cluster settings: packaged YAML defaults < dask config < --cluster-config < spec < flags.
+"""Cluster settings and the scheduler records they name.
 
-The defaults live in ``accelml/executors/accelml-cluster.yaml`` (the ``accelml.cluster``
-namespace of dask's config). dask already reads the user's ``~/.config/dask/*.yaml`` and
-``DASK_ACCELML__...`` environment variables into ``dask.config``; this module only reads
-that, never writes it.
+Settings come from layers: packaged YAML defaults < dask config < --cluster-config < spec <
+flags. The defaults live in ``accelml/executors/accelml-cluster.yaml`` (the
+``accelml.cluster`` namespace of dask's config). dask already reads the user's
+``~/.config/dask/*.yaml`` and ``DASK_ACCELML__...`` environment variables into
+``dask.config``; this module only reads that, never writes it.
+
+``kind`` names a :class:`Scheduler`: one module per scheduler in
+:mod:`accelml.executors.schedulers` (``local``, ``slurm``, ``pbs``), or a third party's,
+registered under the ``accelml.schedulers`` entry-point group (:data:`SCHEDULERS`).
 
 >>> settings = load_cluster_settings(spec_table={"kind": "slurm", "resources": {"partition": "gpu"}},
 ...                                  overrides={"jobs": 4, "resources": {"walltime": "00:10:00"}})
 >>> settings.kind, settings.jobs, settings.resources.partition, settings.resources.walltime
 ('slurm', 4, 'gpu', '00:10:00')
->>> settings.tls
+>>> settings.tls, settings.scheduler.queue().submit
+(True, 'sbatch')
+>>> SCHEDULERS.get("local").job_queue is None
 True
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shlex
+import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources as package_files
 from pathlib import Path
+from typing import Protocol
 
 from accelml.errors import SpecError
+from accelml.executors.interface import Executor, ProgressCallback
 from accelml.executors.resources import Resources
+from accelml.plugins import ExtensionPoint, unknown_choice
 
-KINDS = ("local", "slurm", "pbs")
 DEFAULTS_FILE = "accelml-cluster.yaml"
 _SETTING_KEYS = ("kind", "jobs", "retries", "tls", "shared_directory", "worker_start_timeout",
                  "interface", "python", "launcher", "srun_mpi", "resources")
 LAUNCHERS = ("srun", "mpirun")
+"""How a multi-rank case may start its ranks inside its job (``--launcher``)."""
+
+JobOptions = Mapping[str, object]
+"""Keyword arguments of a dask-jobqueue ``Job`` class (``SLURMJob(**options)``)."""
+QueueStates = dict[str, tuple[str, str]]
+"""``{job id: (state, reason)}`` of the jobs a queue still lists."""
+
+
+def _no_lines(resources: Resources, settings: ClusterSettings) -> tuple[str, ...]:
+    return ()
+
+
+def _mpirun(settings: ClusterSettings) -> str:
+    return "mpirun"
+
+
+def _no_problem() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class JobQueue:
+    """How accelml talks to one batch system through dask-jobqueue.
+
+    * ``job_class`` / ``cluster_class``: dask-jobqueue's classes, ``"module:Class"``
+      (imported only when a script is written or a job submitted);
+    * ``submit`` / ``cancel`` / ``status``: the queue's commands (``sbatch`` / ``scancel`` /
+      ``squeue``); jobs are submitted and cancelled with these;
+    * ``directive_prefix``: what starts a directive line (``#SBATCH``);
+    * ``job_options(resources)``: the directive mapping, accelml's request of one worker job
+      as the job class's scheduler-specific keywords (queue, account, walltime, resource
+      lines); the generic ones (cores, memory, prologue, worker arguments, TLS) are accelml's;
+    * ``batch_directives(resources, jobs)``: the directives (without prefix) of one batch job
+      running a whole comparison, ``jobs`` cases at once; ``batch_prologue``: its first lines;
+    * ``read_queue(job_name, job_ids)``: this run's jobs that the queue still lists (raises
+      ``OSError`` or ``subprocess.SubprocessError`` when the queue cannot be read just now);
+      ``pending_states``: states of a job waiting to start; ``ending_states``: of a job on
+      its way out (not cancelled again);
+    * ``rank_launcher(settings)``: what starts the ranks of a multi-rank case inside its job
+      (``srun`` / ``mpirun``, exported as ``ACCELML_RANK_LAUNCHER``); ``rank_exports(resources,
+      settings)``: further lines such a job needs (e.g. ``SRUN_CPUS_PER_TASK``);
+    * ``probe()``: why jobs cannot be submitted from here although ``submit`` is on PATH
+      (e.g. the controller does not answer), or None.
+    """
+
+    job_class: str
+    cluster_class: str
+    submit: str
+    cancel: str
+    status: str
+    directive_prefix: str
+    job_options: Callable[[Resources], JobOptions]
+    batch_directives: Callable[[Resources, int], tuple[str, ...]]
+    read_queue: Callable[[str, tuple[str, ...]], QueueStates]
+    pending_states: frozenset[str]
+    ending_states: frozenset[str] = frozenset()
+    batch_prologue: tuple[str, ...] = ()
+    rank_launcher: Callable[[ClusterSettings], str] = _mpirun
+    rank_exports: Callable[[Resources, ClusterSettings], tuple[str, ...]] = _no_lines
+    probe: Callable[[], str | None] = _no_problem
+
+    def unavailable(self) -> str | None:
+        """Why jobs cannot be submitted from this machine, or None."""
+        command = shlex.split(self.submit)[0]
+        if shutil.which(command) is None:
+            return f"'{command}' is not on PATH on this machine"
+        return self.probe()
+
+
+class ExecutorFactory(Protocol):
+    """An executor class: ``Factory(settings, progress=...)``."""
+
+    def __call__(self, settings: ClusterSettings, *,
+                 progress: ProgressCallback | None = None) -> Executor: ...
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """Where cases run: one record per module of :mod:`accelml.executors.schedulers`.
+
+    ``executor`` runs the cases (a dask LocalCluster here, or
+    :class:`~accelml.executors.jobqueue.JobQueueExecutor` for batch systems);
+    ``job_queue`` says how to write, submit, watch and cancel worker jobs (None: no jobs);
+    ``preview_as`` names the scheduler whose job scripts ``accelml slurm-script`` prints
+    for this one when it writes none itself.
+    """
+
+    name: str
+    executor: ExecutorFactory
+    job_queue: JobQueue | None = None
+    preview_as: str | None = None
+
+    def queue(self) -> JobQueue:
+        """:attr:`job_queue`; a one-line :class:`SpecError` for a scheduler that submits no jobs."""
+        if self.job_queue is None:
+            raise SpecError(f"--cluster {self.name} submits no batch jobs (it has no job scripts)")
+        return self.job_queue
+
+    def unavailable(self) -> str | None:
+        """Why this scheduler cannot run cases from this machine, or None."""
+        return None if self.job_queue is None else self.job_queue.unavailable()
+
+
+SCHEDULERS: ExtensionPoint[Scheduler] = ExtensionPoint(
+    "scheduler", "accelml.schedulers", "accelml.executors.schedulers", "SCHEDULER", Scheduler)
+"""Every scheduler: accelml's modules, then third parties' ``accelml.schedulers`` entry points."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +164,10 @@ class ClusterSettings:
     srun_mpi: str | None = "pmix"
     resources: Resources = field(default_factory=Resources)
 
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise SpecError(f"cluster.kind = {self.kind!r}: allowed: {', '.join(KINDS)}")
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str) or SCHEDULERS.find(self.kind) is None:
+            raise SpecError(f"cluster.kind = {self.kind!r}: "
+                            + unknown_choice("scheduler", self.kind, SCHEDULERS.names()))
         if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int)
                                       or self.jobs < 1):
             raise SpecError(f"cluster.jobs = {self.jobs!r}: expected an integer >= 1")
@@ -71,16 +189,22 @@ class ClusterSettings:
     def shared_path(self) -> Path:
         return Path(os.path.expanduser(os.path.expandvars(self.shared_directory)))
 
+    @property
+    def scheduler(self) -> Scheduler:
+        """The :class:`Scheduler` that ``kind`` names."""
+        return SCHEDULERS.get(self.kind)
 
-def packaged_defaults() -> dict:
+
+def packaged_defaults() -> dict[str, object]:
     """The ``accelml`` section of the YAML shipped in the package."""
     import yaml
 
     text = package_files.files("accelml.executors").joinpath(DEFAULTS_FILE).read_text()
-    return yaml.safe_load(text)["accelml"]
+    section: dict[str, object] = yaml.safe_load(text)["accelml"]
+    return section
 
 
-def read_config_file(path: str | os.PathLike) -> dict:
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, object]:
     """The ``accelml`` section of a dask-style YAML file (``--cluster-config``)."""
     import yaml
 
@@ -97,7 +221,7 @@ def read_config_file(path: str | os.PathLike) -> dict:
     return dict(data["accelml"])
 
 
-def _canonical(mapping: Mapping, where: str) -> dict:
+def _canonical(mapping: Mapping[object, object], where: str) -> dict[str, object]:
     """Keys with '-' turned into '_' and checked against the known settings."""
     result = {}
     for raw_key, value in mapping.items():
@@ -109,8 +233,8 @@ def _canonical(mapping: Mapping, where: str) -> dict:
     return result
 
 
-def _merge(layers: list[tuple[str, Mapping | None]]) -> ClusterSettings:
-    values: dict = {}
+def _merge(layers: list[tuple[str, object]]) -> ClusterSettings:
+    values: dict[str, object] = {}
     resources = Resources()
     for where, layer in layers:
         if not layer:
@@ -119,20 +243,21 @@ def _merge(layers: list[tuple[str, Mapping | None]]) -> ClusterSettings:
             raise SpecError(f"{where}: expected a table of cluster settings, got {layer!r}")
         for key, value in _canonical(layer, where).items():
             if key == "resources":
-                resources = resources.updated(value, f"{where}.resources")
+                resources = resources.updated(value, f"{where}.resources")  # type: ignore[arg-type]  # checked there
             elif value is not None or key in {"jobs", "interface", "python", "srun_mpi"}:
                 if value is None and key in values:
                     continue
                 values[key] = value
-    if isinstance(values.get("worker_start_timeout"), int):
-        values["worker_start_timeout"] = float(values["worker_start_timeout"])
-    return ClusterSettings(resources=resources, **values)
+    timeout = values.get("worker_start_timeout")
+    if isinstance(timeout, int) and not isinstance(timeout, bool):
+        values["worker_start_timeout"] = float(timeout)
+    return ClusterSettings(resources=resources, **values)  # type: ignore[arg-type]  # checked in __post_init__
 
 
 def load_cluster_settings(
-    spec_table: Mapping | None = None,
-    overrides: Mapping | None = None,
-    config_file: str | os.PathLike | None = None,
+    spec_table: Mapping[str, object] | None = None,
+    overrides: Mapping[str, object] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
 ) -> ClusterSettings:
     """Settings from every layer; a later layer wins key by key (resources field by field).
 
@@ -142,7 +267,7 @@ def load_cluster_settings(
     import dask
 
     user = dask.config.get("accelml.cluster", default=None)
-    layers = [
+    layers: list[tuple[str, object]] = [
         (f"accelml/executors/{DEFAULTS_FILE}", packaged_defaults().get("cluster")),
         ("dask config accelml.cluster", user),
     ]

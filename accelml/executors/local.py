@@ -17,9 +17,17 @@ why (``needs 1 GPU(s); this machine has 0 (no NVIDIA driver found ...)``) with
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Self
 
-from accelml.executors import CaseOutcome
+from accelml.executors.config import ClusterSettings
+from accelml.executors.interface import CaseOutcome, Item, ProgressCallback, Result
+from accelml.executors.resources import CaseNeeds
+from accelml.probe import list_gpus
+
+if TYPE_CHECKING:  # annotations only: distributed is imported when the cluster starts
+    from dask.config import set as DaskConfig
+    from distributed import Client, Future, LocalCluster
 
 
 QUIET_DASK = {
@@ -32,17 +40,15 @@ QUIET_DASK = {
 class LocalExecutor:
     """A dask LocalCluster (threads in this process) that runs ``jobs`` items at a time."""
 
-    kind = "local"
-
-    def __init__(self, settings: Any = None, *, jobs: int | None = None,
-                 progress: Callable[[Any], None] | None = None):
-        self.jobs = int(jobs or getattr(settings, "jobs", None) or 1)
+    def __init__(self, settings: ClusterSettings | None = None, *, jobs: int | None = None,
+                 progress: ProgressCallback | None = None):
+        self.jobs = int(jobs or (settings.jobs if settings is not None else None) or 1)
         self.progress = progress
-        self.cluster = None
-        self.client = None
-        self._config = None
+        self.cluster: LocalCluster | None = None
+        self.client: Client | None = None
+        self._config: DaskConfig | None = None
 
-    def __enter__(self) -> "LocalExecutor":
+    def __enter__(self) -> Self:
         import dask
         from distributed import Client, LocalCluster
 
@@ -69,8 +75,8 @@ class LocalExecutor:
             self._config.__exit__(None, None, None)
             self._config = None
 
-    def map(self, function: Callable[[Any], Any], items: Iterable[Any],
-            needs: Sequence[Any] | None = None) -> Iterator[CaseOutcome]:
+    def map(self, function: Callable[[Item], Result], items: Iterable[Item],
+            needs: Sequence[CaseNeeds] | None = None) -> Iterator[CaseOutcome[Item, Result]]:
         """Run ``function(item)`` for every item, in order, ``jobs`` at a time; yield as they finish.
 
         ``needs`` (one :class:`~accelml.executors.resources.CaseNeeds` per item) defaults to
@@ -78,8 +84,6 @@ class LocalExecutor:
         first, unstarted, as unavailable.
         """
         from distributed import as_completed
-
-        from accelml.executors.resources import CaseNeeds
 
         if self.client is None:
             raise RuntimeError("use the executor inside a 'with' block")
@@ -90,7 +94,7 @@ class LocalExecutor:
         missing = gpu_shortfall(needs)
         for index, reason in missing.items():
             yield CaseOutcome(index, items[index], error=reason, failure="unavailable")
-        futures = {}
+        futures: dict[Future[Result], int] = {}
         for index, item in enumerate(items):
             if index in missing:
                 continue
@@ -111,7 +115,7 @@ class LocalExecutor:
                     future.cancel()
 
 
-def gpu_shortfall(needs: Sequence[Any]) -> dict[int, str]:
+def gpu_shortfall(needs: Sequence[CaseNeeds]) -> dict[int, str]:
     """index -> why this machine cannot run it, for every need asking for more GPUs than
     :func:`accelml.probe.list_gpus` finds (NVML is asked only when some need has GPUs).
 
@@ -119,11 +123,9 @@ def gpu_shortfall(needs: Sequence[Any]) -> dict[int, str]:
     >>> gpu_shortfall([CaseNeeds(gpus=0)])
     {}
     """
-    wanted = {index: int(getattr(need, "gpus", 0) or 0) for index, need in enumerate(needs)}
+    wanted = {index: need.gpus for index, need in enumerate(needs)}
     if not any(wanted.values()):
         return {}
-    from accelml.probe import list_gpus
-
     gpus, why = list_gpus()
     have = f"this machine has {len(gpus)}" + (f" ({why})" if why else "")
     return {index: f"needs {count} GPU(s); {have}"

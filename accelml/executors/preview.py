@@ -1,4 +1,4 @@
-"""What ``compare --cluster slurm|pbs`` would submit, as text (``accelml slurm-script``).
+"""What ``compare --cluster KIND`` would submit to a batch system, as text (``accelml slurm-script``).
 
 The worker job scripts are built by the same code the executor uses
 (:func:`accelml.executors.scripts.worker_job_script`), pool by pool and job by job. Three
@@ -9,19 +9,31 @@ certificate directory (``tls-XXXXXXXX``).
 
 from __future__ import annotations
 
-from typing import Any
-
-from accelml.executors.config import ClusterSettings
+from accelml.cases import Experiment
+from accelml.executors.config import SCHEDULERS, ClusterSettings, Scheduler
 from accelml.executors.jobqueue import plan_pools
 from accelml.executors.resources import CaseNeeds
-from accelml.executors.scripts import batch_script, placeholder_security, worker_job_script
+from accelml.executors.scripts import (
+    batch_script,
+    placeholder_security,
+    worker_job_script,
+)
 
 RUN_PLACEHOLDER = "accelml-XXXXXX"
-_SUBMIT = {"slurm": "sbatch", "pbs": "qsub"}
 
 
-def worker_jobs_preview(kind: str, experiment: Any, settings: ClusterSettings) -> str:
+def previewed_scheduler(settings: ClusterSettings) -> Scheduler:
+    """The scheduler whose scripts ``slurm-script`` prints for ``settings``: its own, or for
+    one that submits no jobs (``local``), the one its record names (``preview_as``)."""
+    scheduler = SCHEDULERS.get(settings.kind)
+    if scheduler.job_queue is None and scheduler.preview_as is not None:
+        return SCHEDULERS.get(scheduler.preview_as)
+    return scheduler
+
+
+def worker_jobs_preview(scheduler: Scheduler, experiment: Experiment, settings: ClusterSettings) -> str:
     """Every worker job script of the run, with a comment header per pool."""
+    queue = scheduler.queue()
     cases = list(experiment.cases)
     needs = [CaseNeeds.of_case(case) for case in cases]
     pools = plan_pools(needs, settings.resources, settings.jobs)
@@ -29,16 +41,16 @@ def worker_jobs_preview(kind: str, experiment: Any, settings: ClusterSettings) -
     security = placeholder_security(str(run_directory)) if settings.tls else None
     address = "tls://SCHEDULER-ADDRESS:PORT" if settings.tls else "tcp://SCHEDULER-ADDRESS:PORT"
     total_jobs = sum(jobs for _, jobs, _ in pools)
-    spec = getattr(experiment, "path", None) or "<embedded spec>"
+    spec = experiment.path or "<embedded spec>"
     out = [
         f"# accelml slurm-script: {spec} -> {total_jobs} worker job(s) for {len(cases)} case(s), "
-        f"submitted with {_SUBMIT[kind]} by 'python -m accelml compare --cluster {kind}'",
+        f"submitted with {queue.submit} by 'python -m accelml compare --cluster {scheduler.name}'",
         f"# Filled in when the comparison starts: SCHEDULER-ADDRESS:PORT (the scheduler it runs, "
         f"{'mutual TLS' if settings.tls else 'NO TLS'}), {RUN_PLACEHOLDER} (the run name) and "
         "tls-XXXXXXXX (the run's 0700 certificate directory).",
     ]
     for number, (resources, jobs, indices) in enumerate(pools, start=1):
-        labels = [getattr(cases[index], "label", str(index)) for index in indices]
+        labels = [cases[index].label for index in indices]
         out += ["", f"# ---- pool {number}/{len(pools)}: {len(indices)} case(s) on {jobs} job(s): "
                     f"{resources.describe()}"]
         out += [f"#      {label}" for label in labels[:8]]
@@ -46,20 +58,21 @@ def worker_jobs_preview(kind: str, experiment: Any, settings: ClusterSettings) -
             out.append(f"#      ... and {len(labels) - 8} more")
         for job in range(jobs):
             out += [f"# ---- job {job + 1}/{jobs} of pool {number}",
-                    worker_job_script(kind, resources, settings, address=address, job_name=RUN_PLACEHOLDER,
+                    worker_job_script(scheduler, resources, settings, address=address, job_name=RUN_PLACEHOLDER,
                                       worker_name=f"{resources.pool_tag}-{job}",
                                       log_directory=str(run_directory / "logs"), security=security).rstrip()]
     return "\n".join(out) + "\n"
 
 
-def batch_preview(kind: str, spec_path: str | None, experiment: Any, settings: ClusterSettings) -> str:
+def batch_preview(scheduler: Scheduler, spec_path: str | None, experiment: Experiment,
+                  settings: ClusterSettings) -> str:
     """One job that runs the whole comparison on one node (``--batch``)."""
     jobs = settings.jobs or 1
     spec = spec_path or "<embedded>"
-    script = batch_script(kind, spec_path or "", settings, jobs=jobs)
+    script = batch_script(scheduler, spec_path or "", settings, jobs=jobs)
     if spec_path is None:
         script = script.replace(" compare  --cluster", " compare --cluster")
     header = (f"# accelml slurm-script --batch: the whole comparison of {spec} "
-              f"({len(experiment.cases)} case(s)) as one {_SUBMIT[kind]} job\n")
+              f"({len(experiment.cases)} case(s)) as one {scheduler.queue().submit} job\n")
     lines = script.splitlines(keepends=True)
     return lines[0] + header + "".join(lines[1:])

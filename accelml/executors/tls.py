@@ -25,8 +25,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Self
 
 from accelml.errors import UnavailableError
+
+if TYPE_CHECKING:  # annotations only: distributed is imported when it is used
+    from distributed.security import Security
 
 _VALID_FOR = datetime.timedelta(days=7)
 
@@ -56,7 +60,7 @@ class TemporaryCredentials:
         return str(self.directory / "key.pem")
 
     @classmethod
-    def create(cls, base_directory: str | os.PathLike) -> TemporaryCredentials:
+    def create(cls, base_directory: str | os.PathLike[str]) -> TemporaryCredentials:
         """Generate a CA and a certificate into a new private directory under ``base_directory``."""
         try:
             from cryptography import x509
@@ -123,7 +127,7 @@ class TemporaryCredentials:
         )
         return credentials
 
-    def security(self):
+    def security(self) -> Security:
         """A ``distributed.security.Security`` for every role (client, scheduler, worker)."""
         from distributed.security import Security
 
@@ -141,8 +145,8 @@ class TemporaryCredentials:
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def __enter__(self) -> TemporaryCredentials:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.remove()

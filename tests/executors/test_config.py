@@ -6,7 +6,11 @@ import dask
 import pytest
 
 from accelml.errors import SpecError
-from accelml.executors.arguments import add_cluster_arguments, cluster_settings, settings_from_args
+from accelml.executors.arguments import (
+    add_cluster_arguments,
+    cluster_settings,
+    settings_from_args,
+)
 from accelml.executors.config import load_cluster_settings, packaged_defaults
 
 
@@ -51,9 +55,9 @@ def test_python_api_spelling():
 
 
 def test_bad_settings_are_one_line_spec_errors_naming_the_key(tmp_path):
-    with pytest.raises(SpecError, match=r"\[cluster\]\.kind = 'lsf': allowed: local, slurm, pbs|"
-                                        r"cluster.kind = 'lsf': allowed: local, slurm, pbs"):
-        load_cluster_settings(spec_table={"kind": "lsf"})
+    with pytest.raises(SpecError, match=r"^cluster.kind = 'slrum': unknown scheduler 'slrum' "
+                                        r"\(did you mean 'slurm'\?\); choose from: local, pbs, slurm$"):
+        load_cluster_settings(spec_table={"kind": "slrum"})
     with pytest.raises(SpecError, match=r"\[cluster\]\.nodes: unknown cluster setting"):
         load_cluster_settings(spec_table={"nodes": 2})
     with pytest.raises(SpecError, match=r"command line.resources.walltime = 'soon'"):

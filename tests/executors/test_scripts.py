@@ -7,12 +7,17 @@ from pathlib import Path
 import pytest
 
 from accelml.cli import main
-from accelml.executors.config import ClusterSettings
+from accelml.executors.config import SCHEDULERS, ClusterSettings
 from accelml.executors.resources import CaseNeeds, Resources
-from accelml.executors.scripts import batch_script, placeholder_security, worker_job_script
+from accelml.executors.scripts import (
+    batch_script,
+    placeholder_security,
+    worker_job_script,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = sorted((REPO / "slurm").glob("*.sbatch")) + sorted((REPO / "slurm").glob("*.pbs"))
+SLURM, PBS = SCHEDULERS.get("slurm"), SCHEDULERS.get("pbs")
 HOROVOD_JOB = Resources(cores=7, memory="12GiB", partition="gpu", account="proj1",
                         prologue=("module load Horovod/0.28.1",),
                         environment={"NCCL_DEBUG": "WARN", "HOROVOD_GPU_OPERATIONS": "NCCL"},
@@ -32,7 +37,7 @@ def bash_accepts(script, tmp_path):
 
 def test_slurm_worker_job_holds_all_ranks_of_a_multi_rank_case(tmp_path):
     settings = ClusterSettings(kind="slurm", launcher="mpirun")
-    script = worker_job_script("slurm", HOROVOD_JOB, settings, security=placeholder_security("/home/u/run"))
+    script = worker_job_script(SLURM, HOROVOD_JOB, settings, security=placeholder_security("/home/u/run"))
     lines = directives(script, "#SBATCH")
     for expected in ("--nodes=1", "--ntasks-per-node=4", "--cpus-per-task=7", "--mem-per-cpu=1756M",
                      "--gres=gpu:4", "-p gpu", "-A proj1", "-t 01:00:00", "--constraint=v100"):
@@ -41,7 +46,7 @@ def test_slurm_worker_job_holds_all_ranks_of_a_multi_rank_case(tmp_path):
     assert "export NCCL_DEBUG=WARN" in script and "export ACCELML_RANK_LAUNCHER=mpirun" in script
     assert "export SRUN_CPUS_PER_TASK=${SLURM_CPUS_PER_TASK}" in script
     assert "SLURM_MPI_TYPE" not in script    # mpirun starts the ranks, not srun
-    srun_script = worker_job_script("slurm", HOROVOD_JOB, ClusterSettings(kind="slurm"))
+    srun_script = worker_job_script(SLURM, HOROVOD_JOB, ClusterSettings(kind="slurm"))
     assert "export ACCELML_RANK_LAUNCHER=srun" in srun_script and "export SLURM_MPI_TYPE=pmix" in srun_script
     assert script.index("module load Horovod/0.28.1") < script.index("distributed.cli.dask_worker")
     worker = script.splitlines()[-1]
@@ -55,7 +60,7 @@ def test_pbs_worker_job_script(tmp_path):
                                         "gpu-type": "a100", "directives": ["-m abe"],
                                         "prologue": ["conda activate ml"]})
     job = resources.for_case(CaseNeeds(gpus=2, ranks=2, cores=4))
-    script = worker_job_script("pbs", job, ClusterSettings(kind="pbs"),
+    script = worker_job_script(PBS, job, ClusterSettings(kind="pbs"),
                                security=placeholder_security("/home/u/run"))
     lines = directives(script, "#PBS")
     assert "-l select=1:ncpus=8:mpiprocs=2:mem=4096mb:ngpus=2:gpu_model=a100" in lines
@@ -71,11 +76,11 @@ def test_pbs_worker_job_script(tmp_path):
 def test_batch_scripts_for_a_whole_comparison(tmp_path):
     settings = ClusterSettings(kind="slurm", resources=Resources(cores=2, memory="1GiB", gpus=1,
                                                                  partition="gpu"))
-    slurm = batch_script("slurm", "experiments/smoke.toml", settings, jobs=3)
+    slurm = batch_script(SLURM, "experiments/smoke.toml", settings, jobs=3)
     assert {"--cpus-per-task=6", "--mem=3072M", "--gres=gpu:1", "--partition=gpu"} <= set(
         directives(slurm, "#SBATCH"))
     assert slurm.rstrip().endswith("compare experiments/smoke.toml --cluster local --jobs 3")
-    pbs = batch_script("pbs", "experiments/smoke.toml", settings, jobs=3)
+    pbs = batch_script(PBS, "experiments/smoke.toml", settings, jobs=3)
     assert "-l select=1:ncpus=6:mem=3072mb:ngpus=1" in directives(pbs, "#PBS")
     assert 'cd "${PBS_O_WORKDIR:-.}"' in pbs
     for script in (slurm, pbs):
@@ -115,8 +120,8 @@ def test_sbatch_accepts_the_generated_and_shipped_cpu_scripts(slurm_available, t
     """``sbatch --test-only`` validates a script against the real controller without running it."""
     settings = ClusterSettings(kind="slurm", resources=Resources(partition=slurm_available))
     scripts = {
-        "worker": worker_job_script("slurm", settings.resources.for_case(CaseNeeds(ranks=2)), settings),
-        "batch": batch_script("slurm", "experiments/smoke.toml", settings, jobs=2),
+        "worker": worker_job_script(SLURM, settings.resources.for_case(CaseNeeds(ranks=2)), settings),
+        "batch": batch_script(SLURM, "experiments/smoke.toml", settings, jobs=2),
         "compare.sbatch": (REPO / "slurm" / "compare.sbatch").read_text(),
     }
     for name, script in scripts.items():

@@ -17,11 +17,12 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
-from accelml.executors.config import load_cluster_settings
+from accelml.executors.config import SCHEDULERS, load_cluster_settings
 from accelml.executors.jobqueue import JobQueueExecutor
 from accelml.executors.resources import CaseNeeds
 from accelml.executors.scripts import worker_job_script
 from accelml.executors.tls import TemporaryCredentials
+
 from . import casefunctions
 from .casefunctions import hold_until_released, where_am_i
 
@@ -192,7 +193,7 @@ def test_the_scheduler_refuses_a_client_without_the_certificate(slurm_available,
             submitted = submitted or executor.submitted_job_scripts()
         (name, script), = submitted.items()
         assert script == worker_job_script(
-            "slurm", settings.resources.for_case(CaseNeeds()), settings, address=executor.address,
+            SCHEDULERS.get("slurm"), settings.resources.for_case(CaseNeeds()), settings, address=executor.address,
             job_name=executor.job_name, worker_name=name, log_directory=str(executor.run_directory / "logs"),
             security=executor.security)
 

@@ -1,0 +1,11 @@
+"""``--cluster local`` (the default): a dask LocalCluster on this machine, no batch jobs.
+
+``accelml slurm-script`` shows the SLURM jobs such a comparison would submit.
+"""
+
+from __future__ import annotations
+
+from accelml.executors.config import Scheduler
+from accelml.executors.local import LocalExecutor
+
+SCHEDULER = Scheduler(name="local", executor=LocalExecutor, preview_as="slurm")
