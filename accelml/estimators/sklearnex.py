@@ -26,9 +26,9 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Iterator
 
-from accelml.probe import probe_sklearnex
+from accelml.probe import Availability, distribution_version, import_or_reason
 
-from ._registry import Backend, ExecutionPath
+from ._registry import Backend, EveryCase, ExecutionPath
 from .sklearn import IMPLEMENTATIONS as _SKLEARN
 
 _CLASSES = {
@@ -44,6 +44,16 @@ _CLASSES = {
     "random_forest_classifier": "sklearnex.ensemble:RandomForestClassifier",
     "random_forest_regressor": "sklearnex.ensemble:RandomForestRegressor",
 }
+
+
+
+def probe(device: str) -> Availability:
+    """sklearnex imports (its oneDAL CPU algorithms; Intel GPUs through SYCL are not wired)."""
+    module, reason = import_or_reason("sklearnex", "scikit-learn-intelex", "scikit-learn-intelex")
+    if module is None:
+        return Availability("sklearnex", device, False, None, reason)
+    return Availability("sklearnex", device, True, distribution_version("scikit-learn-intelex"))
+
 
 _ACCELERATED = "running accelerated version"
 _FALLBACK = "fallback to original Scikit-learn"
@@ -138,8 +148,15 @@ def trace() -> Iterator[list[ExecutionPath]]:
 
 BACKEND = Backend(
     name="sklearnex",
+    summary="Intel Extension for Scikit-learn (oneDAL), imported directly, no global patching",
     devices=("cpu",),
-    probe=lambda device: probe_sklearnex(),
+    probe=probe,
+    repeat_expectation=EveryCase(True, "oneDAL's CPU algorithms repeat bitwise with a seed and "
+                                       "a fixed thread count"),
+    cross_backend_reason=("sklearnex (oneDAL) and scikit-learn are different implementations "
+                          "(other solvers, summation order, initialisation): agreement is "
+                          "measured, not identity"),
+    libraries=("scikit-learn-intelex", "daal"),
     how_to_get={"cpu": "pip install scikit-learn-intelex (x86-64 only)"},
     implementations=MappingProxyType({
         name: replace(_SKLEARN[name], estimator=path) for name, path in _CLASSES.items()
@@ -150,5 +167,4 @@ BACKEND = Backend(
               "inference of trained XGBoost/LightGBM models)"
         for name in ("gradient_boosting_classifier", "gradient_boosting_regressor")
     }),
-    doc="Intel Extension for Scikit-learn (oneDAL), imported directly, no global patching",
 )
