@@ -31,7 +31,7 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         module_name, attribute = _LAZY[name]
         return getattr(importlib.import_module(module_name), attribute)

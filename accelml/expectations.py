@@ -23,7 +23,7 @@ False
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from accelml.cases import CaseLike, Expectation
 from accelml.estimators import ALGORITHMS, BACKENDS, Backend

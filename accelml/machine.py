@@ -14,10 +14,11 @@ listed as soon as it is installed. No probe raises: what is missing is a row say
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from accelml.estimators import BACKENDS, backend_availability
+from accelml.plugins import BrokenPlugin
 from accelml.probe import (
     Availability,
     probe_gpus,
@@ -28,7 +29,6 @@ from accelml.probe import (
     probe_slurm,
     probe_tensorflow,
 )
-from accelml.plugins import BrokenPlugin
 
 _TOOLS: tuple[tuple[Callable[[], Availability], str], ...] = (
     (probe_gpus, "NVIDIA GPUs seen through NVML"),

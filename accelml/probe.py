@@ -69,6 +69,29 @@ def import_or_reason(module: str, distribution: str, install_hint: str) -> tuple
         return None, f"{distribution} is installed but 'import {module}' fails: {error}"
 
 
+@dataclass(frozen=True)
+class ImportProbe:
+    """A backend's probe: available on any device when ``module`` imports, with the version of
+    ``distribution`` (the pip name; ``install_hint`` is what to pip install, by default it).
+
+    >>> ImportProbe("sklearn", "scikit-learn")("cpu").available
+    True
+    >>> ImportProbe("cuml", "cuml-cu12")("cuda").detail
+    'cuml-cu12 is not installed (pip install cuml-cu12)'
+    """
+
+    module: str
+    distribution: str
+    install_hint: str = ""
+
+    def __call__(self, device: str) -> Availability:
+        found, reason = import_or_reason(self.module, self.distribution,
+                                         self.install_hint or self.distribution)
+        if found is None:
+            return Availability(self.module, device, False, None, reason)
+        return Availability(self.module, device, True, distribution_version(self.distribution))
+
+
 def find_launcher(name: str) -> str | None:
     """A console script of this Python's environment (even when its bin/ is not on PATH), else PATH's."""
     beside_python = Path(sys.executable).parent / name
@@ -164,7 +187,8 @@ def probe_mpi() -> Availability:
         return Availability("mpirun", "-", False, None,
                             "mpirun not on PATH (apt-get install openmpi-bin libopenmpi-dev)")
     try:
-        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=20)
+        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=20,
+                             check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return Availability("mpirun", "-", False, None, f"mpirun --version failed: {error}")
     first = (out.stdout or out.stderr).strip().splitlines()
@@ -177,7 +201,7 @@ def probe_slurm() -> Availability:
         return Availability("slurm", "-", False, None, "sbatch not on PATH")
     try:
         out = subprocess.run(["sinfo", "--noheader", "--format=%P %D %T"],
-                             capture_output=True, text=True, timeout=15)
+                             capture_output=True, text=True, timeout=15, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return Availability("slurm", "-", False, None, f"sinfo does not answer: {error}")
     if out.returncode != 0:
@@ -185,6 +209,7 @@ def probe_slurm() -> Availability:
         return Availability("slurm", "-", False, None,
                             "sbatch found but the controller does not answer: "
                             + (message[-1] if message else f"sinfo exit {out.returncode}"))
-    version = subprocess.run(["sbatch", "--version"], capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(["sbatch", "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip()
     partitions = "; ".join(line.strip() for line in out.stdout.strip().splitlines())
     return Availability("slurm", "-", True, version.replace("slurm ", ""), partitions)

@@ -16,7 +16,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from accelml.errors import AccelmlError
-
 from accelml.plugins import unknown_choice
 
 from ._algorithms import Algorithm

@@ -4,27 +4,15 @@ Every algorithm's parameter table is written out here: most parameters keep thei
 the renamed ones say so, and gradient boosting is ``HistGradientBoosting*``. With a seed
 and a fixed thread count, two runs of a case repeat bitwise; the algorithms that draw
 random numbers say what draws them (``Implementation.randomised``).
-
->>> probe("cpu").available
-True
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from accelml.probe import Availability, import_or_reason
+from accelml.probe import ImportProbe
 
 from ._registry import Backend, EveryCase, Implementation, Rename, Unsupported, same
-
-
-def probe(device: str) -> Availability:
-    """scikit-learn imports (stock scikit-learn runs on the CPU only)."""
-    module, reason = import_or_reason("sklearn", "scikit-learn", "scikit-learn")
-    if module is None:
-        return Availability("sklearn", device, False, None, reason)
-    return Availability("sklearn", device, True, module.__version__)
-
 
 _NEIGHBOR_SEARCH = Rename("algorithm", "sklearn's algorithm=")
 _FOREST = "bootstrap rows and feature sampling"
@@ -106,7 +94,7 @@ BACKEND = Backend(
     name="sklearn",
     summary="stock scikit-learn, the reference",
     devices=("cpu",),
-    probe=probe,
+    probe=ImportProbe("sklearn", "scikit-learn"),
     repeat_expectation=EveryCase(True, "scikit-learn repeats bitwise with a seed and a fixed "
                                        "thread count"),
     libraries=("scikit-learn",),

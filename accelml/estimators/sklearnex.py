@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Iterator
 
-from accelml.probe import Availability, distribution_version, import_or_reason
+from accelml.probe import ImportProbe
 
 from ._registry import Backend, EveryCase, ExecutionPath
 from .sklearn import IMPLEMENTATIONS as _SKLEARN
@@ -45,14 +45,6 @@ _CLASSES = {
     "random_forest_regressor": "sklearnex.ensemble:RandomForestRegressor",
 }
 
-
-
-def probe(device: str) -> Availability:
-    """sklearnex imports (its oneDAL CPU algorithms; Intel GPUs through SYCL are not wired)."""
-    module, reason = import_or_reason("sklearnex", "scikit-learn-intelex", "scikit-learn-intelex")
-    if module is None:
-        return Availability("sklearnex", device, False, None, reason)
-    return Availability("sklearnex", device, True, distribution_version("scikit-learn-intelex"))
 
 
 _ACCELERATED = "running accelerated version"
@@ -150,7 +142,7 @@ BACKEND = Backend(
     name="sklearnex",
     summary="Intel Extension for Scikit-learn (oneDAL), imported directly, no global patching",
     devices=("cpu",),
-    probe=probe,
+    probe=ImportProbe("sklearnex", "scikit-learn-intelex"),
     repeat_expectation=EveryCase(True, "oneDAL's CPU algorithms repeat bitwise with a seed and "
                                        "a fixed thread count"),
     cross_backend_reason=("sklearnex (oneDAL) and scikit-learn are different implementations "

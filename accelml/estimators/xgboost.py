@@ -23,23 +23,23 @@ True
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from accelml.cases import CaseLike, Expectation
-from accelml.probe import Availability, import_or_reason, list_gpus
+from accelml.probe import Availability, ImportProbe, list_gpus
 
-from ._registry import Backend, Convert, Implementation, Rename, Same, Unsupported
+from ._registry import Backend, Convert, Implementation, Rename, Rule, Same, Unsupported
 
 
 def probe(device: str) -> Availability:
     """xgboost imports; for ``cuda`` the wheel is built with CUDA and NVML sees a GPU."""
-    module, reason = import_or_reason("xgboost", "xgboost", "xgboost")
-    if module is None:
-        return Availability("xgboost", device, False, None, reason)
-    version = module.__version__
-    if device == "cpu":
-        return Availability("xgboost", "cpu", True, version)
-    if not module.build_info().get("USE_CUDA", False):
+    imported = ImportProbe("xgboost", "xgboost")(device)
+    if not imported.available or device == "cpu":
+        return imported
+    version = imported.version
+    if not importlib.import_module("xgboost").build_info().get("USE_CUDA", False):
         return Availability(
             "xgboost", "cuda", False, version,
             "this xgboost wheel is built without CUDA (install the full 'xgboost' wheel, not 'xgboost-cpu')",
@@ -63,7 +63,7 @@ def repeat_expectation(case: CaseLike, deterministic: bool) -> Expectation:
                                  "GPU model repeats bitwise (XGBoost >= 1.1)")
     return Expectation(True, "XGBoost hist on CPU repeats bitwise with a seed and fixed nthread")
 
-_GRADIENT_BOOSTING = MappingProxyType({
+_GRADIENT_BOOSTING: Mapping[str, Rule] = MappingProxyType({
     "n_estimators": Same(),
     "learning_rate": Same(),
     "max_depth": Convert(

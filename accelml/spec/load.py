@@ -292,9 +292,9 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                       for i, b in enumerate(_as_list(spec, table["backend"], f"{where}.backend", (str,), "backend name"))]
     is_dl = [BACKENDS.get(b).deep_learning for b in backend_values]
     if any(is_dl) and not all(is_dl):
-        deep_learning = ", ".join(b for b, dl in zip(backend_values, is_dl) if dl)
-        raise spec.error(f"{where}.backend", f"{deep_learning} cannot share a [[cases]] table with "
-                         "classical backends; give it its own table")
+        deep_learning = ", ".join(b for b, dl in zip(backend_values, is_dl, strict=True) if dl)
+        raise spec.error(f"{where}.backend", f"{deep_learning} cannot share a [[cases]] table "
+                         "with classical backends; give it its own table")
     deep = all(is_dl)
 
     algorithm_values = _as_list(spec, table["algorithm"], f"{where}.algorithm", (str,), "algorithm name")
