@@ -211,7 +211,9 @@ class Backend:
     ``libraries``: the pip distributions whose versions the environment fingerprint records;
     ``how_to_get``: device -> how to install what is missing (appended to "unavailable");
     ``deep_learning``: cases train neural networks through :mod:`accelml.dl` (with a
-    strategy and workers) instead of fitting an estimator. ``device_kwargs(device)``: the
+    strategy and workers) instead of fitting an estimator; ``measurer``: 'module:function'
+    that measures a case of this backend in its own process (:mod:`accelml.runner.hooks`;
+    empty: the runner fits and predicts an :class:`Estimator`). ``device_kwargs(device)``: the
     library keyword arguments that select a device; ``trace`` (optional): a context manager
     factory yielding a list that receives an :class:`ExecutionPath` for every library call
     made inside it.
@@ -228,6 +230,7 @@ class Backend:
     cross_device_reason: str = ""
     how_to_get: Mapping[str, str] = field(default_factory=dict)
     deep_learning: bool = False
+    measurer: str = ""
     device_kwargs: Callable[[str], dict[str, Any]] = lambda device: {}
     trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)

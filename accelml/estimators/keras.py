@@ -89,6 +89,7 @@ BACKEND = Backend(
     repeat_expectation=repeat_expectation,
     libraries=("keras", "tensorflow", "tf-keras", "jax", "jaxlib"),
     deep_learning=True,
+    measurer="accelml.runner.hooks:measure_keras",
     implementations={},
     how_to_get={
         "cpu": "pip install keras tensorflow (or jax); Horovod: make/build-horovod.sh",
