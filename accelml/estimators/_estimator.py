@@ -91,7 +91,7 @@ class Estimator(BaseEstimator):
     """One algorithm on one backend and device, as a scikit-learn estimator.
 
     ``algorithm``: a name from :func:`accelml.estimators.algorithms`; ``backend``: 'sklearn',
-    'sklearnex', 'xgboost' (or any backend module); ``device``: one the backend declares;
+    'sklearnex', 'xgboost' (or any backend in ``BACKENDS``); ``device``: one the backend declares;
     ``params``: the algorithm's accelml parameters (see
     :func:`accelml.estimators.parameter_table`), translated to the library at fit time.
 
