@@ -7,6 +7,9 @@
 >>> est.fit(X).predict(X).shape
 (200,)
 
+``accelml.backends()`` says what this machine can run: one :class:`accelml.probe.Availability`
+per backend and device, strategy library and tool (:func:`accelml.machine.probe_all`).
+
 Heavy libraries are imported only when the name that needs them is first used.
 """
 
@@ -18,23 +21,17 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Estimator": ("accelml.estimators", "Estimator"),
+    "backends": ("accelml.machine", "probe_all"),
     "compare": ("accelml.compare", "compare"),
     "AccelmlError": ("accelml.errors", "AccelmlError"),
     "SpecError": ("accelml.errors", "SpecError"),
     "UnavailableError": ("accelml.errors", "UnavailableError"),
 }
 
-__all__ = ["backends", "__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY]
 
 
-def backends():
-    """What this machine can run: one :class:`accelml.probe.Availability` per backend, device and tool."""
-    from accelml.probe import probe_all
-
-    return probe_all()
-
-
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         module_name, attribute = _LAZY[name]
         return getattr(importlib.import_module(module_name), attribute)

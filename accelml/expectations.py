@@ -6,6 +6,11 @@ beside every measure, so a reader can tell a bug (identity expected, not found) 
 property of the backends; the runner's deterministic mode (:mod:`accelml.runner.determinism`)
 is what makes identity possible.
 
+For a classical case the answers come from its backend's record
+(:class:`accelml.estimators.Backend`: ``repeat_expectation``, ``cross_backend_reason``,
+``cross_device_reason``, and what each implementation draws at random). A backend that is
+not installed here promises nothing: its repeats are not expected to be bitwise.
+
 >>> from types import SimpleNamespace
 >>> case = SimpleNamespace(algorithm="kmeans", backend="sklearn", device="cpu", workers=1,
 ...                        strategy=None, params=(("n_clusters", 3),), seed=7, threads=2)
@@ -18,8 +23,10 @@ False
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from accelml.cases import CaseLike, Expectation
-from accelml.estimators._algorithms import ALGORITHMS
+from accelml.estimators import ALGORITHMS, BACKENDS, Backend
 
 
 def is_deep_learning(case: CaseLike) -> bool:
@@ -40,24 +47,22 @@ def algorithm_params(algorithm: str) -> tuple[str, ...]:
     return () if found is None else found.param_names
 
 
-_RANDOMISED = {
-    "kmeans": "k-means++ / random initialisation",
-    "random_forest_classifier": "bootstrap rows and feature sampling",
-    "random_forest_regressor": "bootstrap rows and feature sampling",
-    "pca": "the randomized SVD solver",
-    "svc": "probability calibration / shuffling",
-    "logistic_regression": "the sag/saga/liblinear shuffling",
-    "ridge": "the sag/saga shuffling",
-}
+def _unseeded_randomness(case: CaseLike, backend: Backend | None) -> str:
+    """What draws a new seed on every fit of ``case`` because its random_state is unset ("": nothing)."""
+    implementation = None if backend is None else backend.implementations.get(case.algorithm)
+    if implementation is None or "random_state" not in algorithm_params(case.algorithm) \
+            or dict(case.params).get("random_state") is not None:
+        return ""
+    return implementation.randomised
 
 
 def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expectation:
     """Should two runs of ``case`` on the same machine and thread count be bitwise identical?"""
-    params = dict(case.params)
-    if case.algorithm in _RANDOMISED and "random_state" in algorithm_params(case.algorithm) \
-            and params.get("random_state") is None and not deterministic:
-        return Expectation(False, f"random_state is not set: {_RANDOMISED[case.algorithm]} "
-                                  "draws a new seed on every fit")
+    backend = BACKENDS.find(case.backend)
+    randomness = "" if deterministic else _unseeded_randomness(case, backend)
+    if randomness:
+        return Expectation(False, f"random_state is not set: {randomness} draws a new seed on "
+                                  "every fit")
     if is_deep_learning(case):
         if not deterministic:
             return Expectation(False, "not in deterministic mode: TF picks non-deterministic "
@@ -71,15 +76,10 @@ def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expect
         if uses_jax(case):
             return Expectation(True, "seeds and XLA deterministic ops")
         return Expectation(True, "seeds, TF op determinism and fixed thread pools")
-    if case.backend == "xgboost":
-        if case.device == "cuda":
-            return Expectation(True, "XGBoost's CUDA histogram pre-rounds its sums, so the same "
-                                     "GPU model repeats bitwise (XGBoost >= 1.1)")
-        return Expectation(True, "XGBoost hist on CPU repeats bitwise with a seed and fixed nthread")
-    if case.backend == "sklearnex":
-        return Expectation(True, "oneDAL's CPU algorithms repeat bitwise with a seed and a fixed "
-                                 "thread count")
-    return Expectation(True, "scikit-learn repeats bitwise with a seed and a fixed thread count")
+    if backend is None:
+        return Expectation(False, f"backend {case.backend!r} is not installed here, so nothing "
+                                  "is known about how its runs repeat")
+    return backend.repeat_expectation(case, deterministic)
 
 
 def _differences(a: CaseLike, b: CaseLike) -> list[str]:
@@ -94,22 +94,22 @@ def _differences(a: CaseLike, b: CaseLike) -> list[str]:
     return changed
 
 
+def _declared_reasons(a: CaseLike, b: CaseLike, reason: Callable[[Backend], str]) -> str:
+    """The reasons the backend records of ``a`` and ``b`` declare (each once), joined."""
+    found = (BACKENDS.find(name) for name in dict.fromkeys((a.backend, b.backend)))
+    return "; ".join(dict.fromkeys(reason(backend) for backend in found
+                                   if backend is not None and reason(backend)))
+
+
 def _backend_reason(a: CaseLike, b: CaseLike) -> str:
-    pair = {a.backend, b.backend}
-    if pair == {"sklearn", "sklearnex"}:
-        return ("sklearnex (oneDAL) and scikit-learn are different implementations (other "
-                "solvers, summation order, initialisation): agreement is measured, not identity")
-    if "xgboost" in pair:
-        return ("XGBoost and scikit-learn's histogram boosting bin features and find splits "
-                "differently (quantile sketch vs equal-count bins, hessian vs row limits)")
-    return f"{a.backend} and {b.backend} are different implementations"
+    return (_declared_reasons(a, b, lambda backend: backend.cross_backend_reason)
+            or f"{a.backend} and {b.backend} are different implementations")
 
 
 def _device_reason(a: CaseLike, b: CaseLike) -> str:
-    if "xgboost" in (a.backend, b.backend):
-        return ("XGBoost on CPU and CUDA differ by design: other histogram and gradient-sum "
-                "order, so near-tied splits can go either way (issue 7 reports 99.67% label "
-                "agreement on 1M rows)")
+    declared = _declared_reasons(a, b, lambda backend: backend.cross_device_reason)
+    if declared:
+        return declared
     if is_deep_learning(a):
         return ("CPU (Eigen/oneDNN) and GPU (cuDNN/cuBLAS) kernels sum in different orders; "
                 "rounding differences grow over training steps")

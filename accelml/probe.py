@@ -1,12 +1,16 @@
-"""What this machine can run: one probe per backend, device or tool.
+"""Probes of the machine's tools: GPUs (NVML), mpirun, SLURM, launchers, and the tools for
+probing an optional library.
 
 Every probe returns an :class:`Availability` and never raises: a missing optional
-dependency is reported as unavailable with the reason, never faked.
+dependency is reported as unavailable with the reason, never faked. Each backend probes its
+own library in its module (``Backend.probe``, :mod:`accelml.estimators`); what this machine
+can run as a whole is :func:`accelml.machine.probe_all`.
 
->>> from accelml.probe import probe_all
->>> rows = probe_all()
->>> any(row.name == "scikit-learn" and row.available for row in rows)
-True
+>>> module, reason = import_or_reason("sklearn", "scikit-learn", "scikit-learn")
+>>> module.__name__, reason
+('sklearn', '')
+>>> import_or_reason("no_such_module", "no-such-dist", "no-such-dist")[1]
+'no-such-dist is not installed (pip install no-such-dist)'
 """
 
 from __future__ import annotations
@@ -19,17 +23,20 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 
 @dataclass(frozen=True)
 class Availability:
-    """Whether ``name`` (on ``device``) can run here; ``detail`` says why not, or what is there."""
+    """Whether ``name`` (on ``device``) can run here; ``detail`` says why not, or what is there;
+    ``summary`` says in one line what ``name`` is."""
 
     name: str
     device: str
     available: bool
     version: str | None = None
     detail: str = ""
+    summary: str = ""
 
     @property
     def status(self) -> str:
@@ -44,20 +51,45 @@ class GPUInfo:
     driver: str
 
 
-def _version(distribution: str) -> str | None:
+def distribution_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (a pip name), or None."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
 
 
-def _try_import(module: str, distribution: str, install_hint: str) -> tuple[object | None, str]:
+def import_or_reason(module: str, distribution: str, install_hint: str) -> tuple[ModuleType | None, str]:
+    """(the imported ``module``, "") or (None, why it cannot be imported: not installed, or broken)."""
     try:
         return importlib.import_module(module), ""
     except ImportError as error:
-        if _version(distribution) is None:
+        if distribution_version(distribution) is None:
             return None, f"{distribution} is not installed (pip install {install_hint})"
         return None, f"{distribution} is installed but 'import {module}' fails: {error}"
+
+
+@dataclass(frozen=True)
+class ImportProbe:
+    """A backend's probe: available on any device when ``module`` imports, with the version of
+    ``distribution`` (the pip name; ``install_hint`` is what to pip install, by default it).
+
+    >>> ImportProbe("sklearn", "scikit-learn")("cpu").available
+    True
+    >>> ImportProbe("cuml", "cuml-cu12")("cuda").detail
+    'cuml-cu12 is not installed (pip install cuml-cu12)'
+    """
+
+    module: str
+    distribution: str
+    install_hint: str = ""
+
+    def __call__(self, device: str) -> Availability:
+        found, reason = import_or_reason(self.module, self.distribution,
+                                         self.install_hint or self.distribution)
+        if found is None:
+            return Availability(self.module, device, False, None, reason)
+        return Availability(self.module, device, True, distribution_version(self.distribution))
 
 
 def find_launcher(name: str) -> str | None:
@@ -111,40 +143,8 @@ def probe_gpus() -> Availability:
     )
 
 
-def probe_sklearn() -> Availability:
-    module, reason = _try_import("sklearn", "scikit-learn", "scikit-learn")
-    if module is None:
-        return Availability("scikit-learn", "cpu", False, None, reason)
-    return Availability("scikit-learn", "cpu", True, module.__version__)
-
-
-def probe_sklearnex() -> Availability:
-    module, reason = _try_import("sklearnex", "scikit-learn-intelex", "scikit-learn-intelex")
-    if module is None:
-        return Availability("scikit-learn-intelex", "cpu", False, None, reason)
-    return Availability("scikit-learn-intelex", "cpu", True, _version("scikit-learn-intelex"))
-
-
-def probe_xgboost(device: str) -> Availability:
-    module, reason = _try_import("xgboost", "xgboost", "xgboost")
-    if module is None:
-        return Availability("xgboost", device, False, None, reason)
-    version = module.__version__
-    if device == "cpu":
-        return Availability("xgboost", "cpu", True, version)
-    if not module.build_info().get("USE_CUDA", False):
-        return Availability(
-            "xgboost", "cuda", False, version,
-            "this xgboost wheel is built without CUDA (install the full 'xgboost' wheel, not 'xgboost-cpu')",
-        )
-    gpus, gpu_reason = list_gpus()
-    if not gpus:
-        return Availability("xgboost", "cuda", False, version, gpu_reason)
-    return Availability("xgboost", "cuda", True, version, f"{len(gpus)} GPU(s)")
-
-
 def probe_tensorflow() -> Availability:
-    module, reason = _try_import("tensorflow", "tensorflow", "tensorflow")
+    module, reason = import_or_reason("tensorflow", "tensorflow", "tensorflow")
     if module is None:
         return Availability("tensorflow", "cpu", False, None, reason)
     gpus = module.config.list_physical_devices("GPU")
@@ -154,25 +154,25 @@ def probe_tensorflow() -> Availability:
 
 
 def probe_keras() -> Availability:
-    module, reason = _try_import("keras", "keras", "keras")
+    module, reason = import_or_reason("keras", "keras", "keras")
     if module is None:
         return Availability("keras", "-", False, None, reason)
     return Availability("keras", "-", True, module.__version__, f"backend {module.backend.backend()}")
 
 
 def probe_horovod() -> Availability:
-    module, reason = _try_import("horovod.tensorflow", "horovod", "horovod (make builds it)")
+    module, reason = import_or_reason("horovod.tensorflow", "horovod", "horovod (make builds it)")
     if module is None:
         return Availability("horovod", "-", False, None, reason)
     built = [name for name, check in (("gloo", module.gloo_built), ("mpi", module.mpi_built),
                                       ("nccl", module.nccl_built)) if check()]
     if find_launcher("horovodrun") is None:
-        return Availability("horovod", "-", False, _version("horovod"), "horovodrun is not on PATH")
-    return Availability("horovod", "-", True, _version("horovod"), "built: " + ", ".join(built))
+        return Availability("horovod", "-", False, distribution_version("horovod"), "horovodrun is not on PATH")
+    return Availability("horovod", "-", True, distribution_version("horovod"), "built: " + ", ".join(built))
 
 
 def probe_jax() -> Availability:
-    module, reason = _try_import("jax", "jax", "jax, or jax[cuda12] on a GPU machine")
+    module, reason = import_or_reason("jax", "jax", "jax, or jax[cuda12] on a GPU machine")
     if module is None:
         return Availability("jax", "-", False, None, reason)
     devices = module.devices()
@@ -187,7 +187,8 @@ def probe_mpi() -> Availability:
         return Availability("mpirun", "-", False, None,
                             "mpirun not on PATH (apt-get install openmpi-bin libopenmpi-dev)")
     try:
-        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=20)
+        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=20,
+                             check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return Availability("mpirun", "-", False, None, f"mpirun --version failed: {error}")
     first = (out.stdout or out.stderr).strip().splitlines()
@@ -200,7 +201,7 @@ def probe_slurm() -> Availability:
         return Availability("slurm", "-", False, None, "sbatch not on PATH")
     try:
         out = subprocess.run(["sinfo", "--noheader", "--format=%P %D %T"],
-                             capture_output=True, text=True, timeout=15)
+                             capture_output=True, text=True, timeout=15, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return Availability("slurm", "-", False, None, f"sinfo does not answer: {error}")
     if out.returncode != 0:
@@ -208,23 +209,7 @@ def probe_slurm() -> Availability:
         return Availability("slurm", "-", False, None,
                             "sbatch found but the controller does not answer: "
                             + (message[-1] if message else f"sinfo exit {out.returncode}"))
-    version = subprocess.run(["sbatch", "--version"], capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(["sbatch", "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip()
     partitions = "; ".join(line.strip() for line in out.stdout.strip().splitlines())
     return Availability("slurm", "-", True, version.replace("slurm ", ""), partitions)
-
-
-def probe_all() -> list[Availability]:
-    """Every probe, in the order ``python -m accelml backends`` shows them."""
-    return [
-        probe_sklearn(),
-        probe_sklearnex(),
-        probe_xgboost("cpu"),
-        probe_xgboost("cuda"),
-        probe_tensorflow(),
-        probe_keras(),
-        probe_horovod(),
-        probe_jax(),
-        probe_gpus(),
-        probe_mpi(),
-        probe_slurm(),
-    ]

@@ -35,17 +35,19 @@ Layout (``accelml/estimators/``):
   ``Rename``, ``Convert``, ``Unsupported`` (a value the backend cannot honour is an error,
   the default is the documented mapping). :func:`parameter_table` prints any algorithm's table.
 - ``_estimator.py``: :class:`Estimator`.
-- one public module per backend: ``sklearn.py``, ``sklearnex.py``, ``xgboost.py``.
+- one public module per backend: ``sklearn.py``, ``sklearnex.py``, ``xgboost.py``, ``keras.py``.
 
-Adding a backend: write ``accelml/estimators/<name>.py`` defining ``BACKEND = Backend(name=
-"<name>", devices=(...), probe=..., implementations={algorithm: Implementation(
-"module:Class", {param: rule, ...})})`` -- one rule for every parameter of each algorithm
-it implements. Backends are found by file name (every module here whose name does not start
-with ``_``) and imported only when first used, so the module must import its library inside
-functions (``Implementation`` takes the class as a 'module:Class' string for that reason).
-``Backend.trace`` (optional) reports which code path each call ran; ``Backend.missing``
-says why an algorithm is absent. The ``keras`` backend registers itself this way, by
-existing as ``accelml/estimators/keras.py``.
+Adding a backend is one module: ``BACKEND = Backend(name="<name>", summary="...",
+devices=(...), probe=..., implementations={algorithm: Implementation("module:Class",
+{param: rule, ...})}, repeat_expectation=EveryCase(True, "why runs repeat bitwise"),
+libraries=("<pip name>",))`` -- one rule for every parameter of each algorithm it
+implements. Put it in ``accelml/estimators/<name>.py``, or in your own package registered
+under ``[project.entry-points."accelml.backends"]``; :data:`BACKENDS` finds both, and
+``accelml backends``, specs, the expectations of the agreement matrix and the environment
+fingerprint all read the record. Every backend module is imported when backends are listed,
+so it imports its library inside functions (``Implementation`` takes the class as a
+'module:Class' string for that reason). ``Backend.trace`` (optional) reports which code path
+each call ran; ``Backend.missing`` says why an algorithm is absent.
 
 For timing: :func:`device_sync` makes sure device work behind a result has finished; every
 backend here returns host NumPy arrays from predict (XGBoost on CUDA copies predictions to
@@ -55,9 +57,11 @@ the host, which is the sync), and ``fit`` returns after the device finished trai
 from ._algorithms import ALGORITHMS, Algorithm, Param
 from ._estimator import Estimator, device_sync
 from ._registry import (
+    BACKENDS,
     AlgorithmInfo,
     Backend,
     Convert,
+    EveryCase,
     ExecutionPath,
     Implementation,
     InvalidChoiceError,
@@ -67,7 +71,6 @@ from ._registry import (
     Unsupported,
     algorithms,
     backend_availability,
-    backend_modules,
     get_algorithm,
     get_backend,
     parameter_table,
@@ -76,8 +79,8 @@ from ._registry import (
 )
 
 __all__ = [
-    "ALGORITHMS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator", "ExecutionPath",
-    "Implementation", "InvalidChoiceError", "Param", "Rename", "Same", "TranslationRow", "Unsupported", "algorithms",
-    "backend_availability", "backend_modules", "device_sync", "get_algorithm", "get_backend",
-    "parameter_table", "same", "task_of",
+    "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
+    "EveryCase", "ExecutionPath", "Implementation", "InvalidChoiceError", "Param", "Rename", "Same",
+    "TranslationRow", "Unsupported", "algorithms", "backend_availability", "device_sync",
+    "get_algorithm", "get_backend", "parameter_table", "same", "task_of",
 ]

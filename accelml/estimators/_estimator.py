@@ -16,17 +16,22 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from accelml.errors import AccelmlError
+from accelml.plugins import unknown_choice
 
+from ._algorithms import Algorithm
 from ._registry import (
+    Backend,
     ExecutionPath,
+    Implementation,
     InvalidChoiceError,
     _equal,
-    _one_line_choices,
     check_device,
     get_algorithm,
     get_implementation,
     translate,
 )
+
+Resolved = tuple[Algorithm, Backend, Implementation]
 
 _OWN = ("algorithm", "backend", "device")
 
@@ -70,7 +75,7 @@ class _library_fit_signature:
 
 def _library_takes_sample_weight(estimator: "Estimator") -> bool:
     try:
-        _, _, implementation = get_implementation(estimator.algorithm, estimator.backend)
+        _, _, implementation = estimator._resolved()
         library_fit = implementation.estimator_class().fit
     except (ImportError, AccelmlError):
         return True
@@ -86,7 +91,7 @@ class Estimator(BaseEstimator):
     """One algorithm on one backend and device, as a scikit-learn estimator.
 
     ``algorithm``: a name from :func:`accelml.estimators.algorithms`; ``backend``: 'sklearn',
-    'sklearnex', 'xgboost' (or any backend module); ``device``: one the backend declares;
+    'sklearnex', 'xgboost' (or any backend in ``BACKENDS``); ``device``: one the backend declares;
     ``params``: the algorithm's accelml parameters (see
     :func:`accelml.estimators.parameter_table`), translated to the library at fit time.
 
@@ -116,18 +121,36 @@ class Estimator(BaseEstimator):
         self.backend = backend
         self.device = device
         self._params = dict(params)
-        self._validate(algorithm, backend, device, self._params)
+        self._resolved_for = ((algorithm, backend), self._validate(algorithm, backend, device, self._params))
 
     # ------------------------------------------------------------ parameters
 
     @staticmethod
-    def _validate(algorithm: str, backend: str, device: str, params: dict[str, Any]) -> None:
+    def _validate(algorithm: str, backend: str, device: str, params: dict[str, Any]) -> Resolved:
         found, runner, implementation = get_implementation(algorithm, backend)
         check_device(runner, device)
         for name in params:
             if name not in found.param_names:
-                raise InvalidChoiceError(_one_line_choices(f"parameter for {algorithm}:", name, found.param_names))
+                raise InvalidChoiceError(unknown_choice(f"parameter for {algorithm}:", name, found.param_names))
         translate(found, runner, implementation, params, device)
+        return found, runner, implementation
+
+    def _resolved(self) -> Resolved:
+        """The algorithm, backend record and implementation, looked up once per (algorithm,
+        backend): finding the backends walks modules and entry points, too slow for a timed call."""
+        key = (self.algorithm, self.backend)
+        cached = self.__dict__.get("_resolved_for")
+        if cached is None or cached[0] != key:
+            cached = (key, get_implementation(*key))
+            self._resolved_for = cached
+        resolved: Resolved = cached[1]
+        return resolved
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the backend record holds functions; an unpickled estimator looks it up again
+        state: dict[str, Any] = super().__getstate__()
+        state.pop("_resolved_for", None)
+        return state
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """``algorithm``, ``backend``, ``device`` and every parameter of the algorithm."""
@@ -151,8 +174,9 @@ class Estimator(BaseEstimator):
             defaults = get_algorithm(self.algorithm).defaults
             explicit = {k: v for k, v in explicit.items() if not _equal(v, defaults.get(k, object()))}
         explicit.update(params)
-        self._validate(algorithm, backend, device, explicit)
+        resolved = self._validate(algorithm, backend, device, explicit)
         self.algorithm, self.backend, self.device, self._params = algorithm, backend, device, explicit
+        self._resolved_for = ((algorithm, backend), resolved)
         return self
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
@@ -168,7 +192,7 @@ class Estimator(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        found, runner, implementation = get_implementation(self.algorithm, self.backend)
+        found, runner, implementation = self._resolved()
         try:
             prototype = implementation.estimator_class()(
                 **translate(found, runner, implementation, self._params, self.device))
@@ -205,7 +229,7 @@ class Estimator(BaseEstimator):
         (NVML for CUDA, a millisecond or so). Call it before starting a clock; clones of
         this estimator will not probe again.
         """
-        _, runner, _ = get_implementation(self.algorithm, self.backend)
+        _, runner, _ = self._resolved()
         check_device(runner, self.device)
         runner.require(self.device)
         self._available_for = (self.backend, self.device)
@@ -219,8 +243,8 @@ class Estimator(BaseEstimator):
             twin._available_for = checked
         return twin
 
-    def _build(self):
-        found, runner, implementation = get_implementation(self.algorithm, self.backend)
+    def _build(self) -> tuple[Algorithm, Backend, Implementation, Any]:
+        found, runner, implementation = self._resolved()
         checked = (self.backend, self.device)
         if self.__dict__.get("_available_for") != checked:
             if self.device != "cpu":
@@ -299,9 +323,9 @@ class Estimator(BaseEstimator):
     def fit_transform(self, X, y=None, **fit_params: Any):
         return self._fit("fit_transform", X, y, fit_params)
 
-    def _call(self, method: str, *args, **kwargs):
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         check_is_fitted(self)
-        _, runner, _ = get_implementation(self.algorithm, self.backend)
+        _, runner, _ = self._resolved()
         return self._traced(runner, getattr(self.estimator_, method), *args, **kwargs)
 
     @available_if(_offered("predict"))

@@ -1,28 +1,47 @@
 """Backends, their implementations of each algorithm, and the parameter translation rules.
 
-A backend is one module ``accelml/estimators/<name>.py`` (public name, no leading underscore)
-that defines ``BACKEND = Backend(...)``. The module is found by its file name and imported
-only when it is first needed, so it must import its library lazily (inside functions).
+A backend is one frozen :class:`Backend` record, the single source of truth about it: its
+devices and probe, its implementations with one translation rule per parameter, whether
+two runs repeat bitwise and why its results differ from other backends' and across devices,
+the libraries recorded in the environment fingerprint, how to install it, and the one line
+``accelml backends`` shows. The rest of accelml reads the records through :data:`BACKENDS`:
+
+* accelml's own backends are public modules of ``accelml.estimators`` defining
+  ``BACKEND = Backend(...)``;
+* a third party's backend is a ``[project.entry-points."accelml.backends"]`` entry naming its
+  record (``acme = "acme_backend:BACKEND"``); one that fails to load is listed by
+  ``BACKENDS.broken()`` and by ``accelml backends``, with the reason.
+
+A backend module is imported whenever the backends are listed, so it imports its library
+lazily: ``Implementation`` names the class as a 'module:Class' string, and the probe imports
+inside its function.
+
+>>> BACKENDS.get("xgboost").devices
+('cpu', 'cuda')
+>>> try:
+...     get_backend("sklearnx")
+... except InvalidChoiceError as error:
+...     print(str(error).split(";")[0])
+unknown backend 'sklearnx' (did you mean 'sklearnex'?)
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
-import pkgutil
-import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, ContextManager, Mapping
+from typing import Any
 
 import numpy as np
 
+from accelml.cases import CaseLike, Expectation
 from accelml.errors import AccelmlError, UnavailableError
+from accelml.plugins import ExtensionPoint, unknown_choice
 from accelml.probe import Availability
 
 from ._algorithms import ALGORITHMS, Algorithm, Param
-
-_PACKAGE = "accelml.estimators"
 
 
 class InvalidChoiceError(AccelmlError, ValueError):
@@ -138,7 +157,9 @@ class Implementation:
 
     ``estimator`` is 'module:Class' (imported at fit time); ``params`` holds one rule for
     every accelml parameter of the algorithm; ``fixed`` are keyword arguments always passed;
-    ``encodes_labels``: the library needs class labels 0..n-1 (accelml encodes and decodes them).
+    ``encodes_labels``: the library needs class labels 0..n-1 (accelml encodes and decodes them);
+    ``randomised`` names what draws a new seed on every fit when ``random_state`` is left
+    unset (empty: nothing does, an unseeded fit still repeats itself).
     """
 
     estimator: str
@@ -146,38 +167,104 @@ class Implementation:
     fixed: Mapping[str, Any] = field(default_factory=dict)
     encodes_labels: bool = False
     note: str = ""
+    randomised: str = ""
 
     def estimator_class(self) -> type:
         module, _, name = self.estimator.partition(":")
-        return getattr(importlib.import_module(module), name)
+        found: type = getattr(importlib.import_module(module), name)
+        return found
+
+
+@dataclass(frozen=True)
+class EveryCase:
+    """A ``Backend.repeat_expectation`` that gives one answer for every case of the backend.
+
+    >>> EveryCase(True, "seeded and single-threaded")(None, False)
+    Expectation(bitwise=True, reason='seeded and single-threaded')
+    """
+
+    bitwise: bool
+    reason: str
+
+    def __call__(self, case: CaseLike, deterministic: bool) -> Expectation:
+        return Expectation(self.bitwise, self.reason)
 
 
 @dataclass(frozen=True)
 class Backend:
-    """One backend: its devices, how to probe them, and its implementations by algorithm.
+    """One backend, everything accelml knows about it.
 
-    ``device_kwargs(device)`` gives the library keyword arguments that select a device;
-    ``trace`` (optional) is a context manager factory yielding a list that receives an
-    :class:`ExecutionPath` for every library call made inside it; ``missing`` maps an
-    algorithm the backend lacks to the reason (shown in errors and ``algorithms()``).
+    ``summary``: the one line ``accelml backends`` shows. ``devices``: the devices a case may
+    ask for; ``probe(device)`` says whether this machine can run it (an :class:`Availability`;
+    it imports the library inside the function; if it raises, :meth:`availability` reports
+    the error as the reason). ``implementations``: algorithm -> :class:`Implementation`,
+    ``missing``: algorithm -> why the backend lacks it (shown in errors).
+
+    ``repeat_expectation(case, deterministic)``: whether two runs of ``case`` on one machine
+    and thread count are bitwise identical, and why (:class:`EveryCase` when the answer is
+    the same for every case). It is required: a backend that says nothing would be taken
+    for bitwise and flag false surprises. ``cross_backend_reason``: why its results differ
+    from another backend's (empty: they are "different implementations");
+    ``cross_device_reason``: why its results differ between its devices (empty: the
+    generic kernel-order reason).
+
+    ``libraries``: the pip distributions whose versions the environment fingerprint records;
+    ``how_to_get``: device -> how to install what is missing (appended to "unavailable");
+    ``deep_learning``: cases train neural networks through :mod:`accelml.dl` (with a
+    strategy and workers) instead of fitting an estimator; ``measurer``: 'module:function'
+    that measures a case of this backend in its own process (:mod:`accelml.runner.hooks`;
+    empty: the runner fits and predicts an :class:`Estimator`). ``device_kwargs(device)``: the
+    library keyword arguments that select a device; ``trace`` (optional): a context manager
+    factory yielding a list that receives an :class:`ExecutionPath` for every library call
+    made inside it.
     """
 
     name: str
+    summary: str
     devices: tuple[str, ...]
     probe: Callable[[str], Availability]
     implementations: Mapping[str, Implementation]
+    repeat_expectation: Callable[[CaseLike, bool], Expectation]
+    libraries: tuple[str, ...]
+    cross_backend_reason: str = ""
+    cross_device_reason: str = ""
     how_to_get: Mapping[str, str] = field(default_factory=dict)
+    deep_learning: bool = False
+    measurer: str = ""
     device_kwargs: Callable[[str], dict[str, Any]] = lambda device: {}
-    trace: Callable[[], ContextManager[list[ExecutionPath]]] | None = None
+    trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
-    doc: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"Backend {self.name!r}"
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"{where}: name must be a non-empty string")
+        if not isinstance(self.summary, str) or not self.summary or "\n" in self.summary:
+            raise TypeError(f"{where}: summary must be one non-empty line")
+        for label, names in (("devices", self.devices), ("libraries", self.libraries)):
+            if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
+                raise TypeError(f"{where}: {label} must be a tuple of strings, not {names!r}")
+        if not self.devices:
+            raise TypeError(f"{where}: devices must name at least one device")
+        for label, function in (("probe", self.probe), ("repeat_expectation", self.repeat_expectation)):
+            if not callable(function):
+                raise TypeError(f"{where}: {label} must be callable, not {function!r}")
 
     def availability(self, device: str) -> Availability:
-        return self.probe(device)
+        """Whether ``device`` can run here, under the backend's name; never raises."""
+        try:
+            found = self.probe(device)
+        except Exception as error:  # a probe must not raise; a third party's may
+            found = Availability(self.name, device, False, None,
+                                 f"its probe failed: {type(error).__name__}: {error}")
+        if not isinstance(found, Availability):
+            found = Availability(self.name, device, False, None,
+                                 f"its probe returned {type(found).__name__}, not an Availability")
+        return replace(found, name=self.name, device=device, summary=self.summary)
 
     def require(self, device: str) -> None:
         """Raise :class:`UnavailableError` naming what is missing when ``device`` cannot run here."""
-        found = self.probe(device)
+        found = self.availability(device)
         if not found.available:
             hint = self.how_to_get.get(device, "")
             raise UnavailableError(
@@ -186,40 +273,22 @@ class Backend:
             )
 
 
-def backend_modules() -> Mapping[str, str]:
-    """Backend name -> module path, found by file name in ``accelml/estimators`` (not imported)."""
-    package = importlib.import_module(_PACKAGE)
-    names = sorted(
-        info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")
-    )
-    return MappingProxyType({name: f"{_PACKAGE}.{name}" for name in names})
-
-
-def _one_line_choices(kind: str, given: Any, choices: Any) -> str:
-    choices = list(choices)
-    close = difflib.get_close_matches(str(given), [str(choice) for choice in choices], n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown {kind} {given!r}{hint}; choose from: {', '.join(map(str, choices))}"
+#: Every backend: accelml's modules, then third parties' ``accelml.backends`` entry points.
+BACKENDS = ExtensionPoint("backend", "accelml.backends", "accelml.estimators", "BACKEND", Backend)
 
 
 def get_backend(name: str) -> Backend:
-    """The :class:`Backend` called ``name``; :class:`AccelmlError` listing the choices otherwise."""
-    module = sys.modules.get(f"{_PACKAGE}.{name}") if isinstance(name, str) else None
-    if module is None:  # not loaded yet: find it by file name
-        modules = backend_modules()
-        if not isinstance(name, str) or name not in modules:
-            raise InvalidChoiceError(_one_line_choices("backend", name, modules))
-        module = importlib.import_module(modules[name])
-    backend = getattr(module, "BACKEND", None)
-    if not isinstance(backend, Backend):
-        raise AccelmlError(f"backend module {module.__name__} defines no BACKEND = Backend(...)")
-    return backend
+    """The :class:`Backend` called ``name``; :class:`InvalidChoiceError` listing the choices otherwise."""
+    found = BACKENDS.find(name) if isinstance(name, str) else None
+    if found is None:
+        raise InvalidChoiceError(unknown_choice("backend", name, BACKENDS.names()))
+    return found
 
 
 def get_algorithm(name: str) -> Algorithm:
     """The :class:`Algorithm` called ``name``; :class:`AccelmlError` listing the choices otherwise."""
     if not isinstance(name, str) or name not in ALGORITHMS:
-        raise InvalidChoiceError(_one_line_choices("algorithm", name, ALGORITHMS))
+        raise InvalidChoiceError(unknown_choice("algorithm", name, tuple(ALGORITHMS)))
     return ALGORITHMS[name]
 
 
@@ -228,7 +297,7 @@ def get_implementation(algorithm: str, backend: str) -> tuple[Algorithm, Backend
     runner = get_backend(backend)
     implementation = runner.implementations.get(algorithm)
     if implementation is None:
-        having = [name for name in backend_modules() if algorithm in get_backend(name).implementations]
+        having = [other.name for other in BACKENDS.records() if algorithm in other.implementations]
         why = runner.missing.get(algorithm, f"backend '{backend}' does not implement {algorithm}")
         raise InvalidChoiceError(f"{why}; backends with {algorithm}: {', '.join(having)}")
     return found, runner, implementation
@@ -237,7 +306,7 @@ def get_implementation(algorithm: str, backend: str) -> tuple[Algorithm, Backend
 def check_device(backend: Backend, device: str) -> None:
     if device not in backend.devices:
         raise InvalidChoiceError(
-            _one_line_choices(f"device for backend '{backend.name}':", device, backend.devices)
+            unknown_choice(f"device for backend '{backend.name}':", device, backend.devices)
         )
 
 
@@ -272,11 +341,11 @@ def algorithms() -> tuple[AlgorithmInfo, ...]:
     >>> [a.backends for a in algorithms() if a.name == "kmeans"][0][:2]
     ('sklearn', 'sklearnex')
     """
-    loaded = {name: get_backend(name) for name in backend_modules()}
+    loaded = BACKENDS.records()
     return tuple(
         AlgorithmInfo(
             algorithm.name, algorithm.task, algorithm.estimator_type,
-            tuple(name for name, backend in loaded.items() if algorithm.name in backend.implementations),
+            tuple(backend.name for backend in loaded if algorithm.name in backend.implementations),
         )
         for algorithm in ALGORITHMS.values()
     )
@@ -303,8 +372,8 @@ class TranslationRow:
 def parameter_table(algorithm: str) -> tuple[TranslationRow, ...]:
     """The translation table of ``algorithm``: how each parameter reaches each backend."""
     found = get_algorithm(algorithm)
-    loaded = {name: get_backend(name) for name in backend_modules()}
-    having = {name: b.implementations[algorithm] for name, b in loaded.items() if algorithm in b.implementations}
+    having = {backend.name: backend.implementations[algorithm]
+              for backend in BACKENDS.records() if algorithm in backend.implementations}
     return tuple(
         TranslationRow(
             param.name, param.default,
@@ -314,10 +383,7 @@ def parameter_table(algorithm: str) -> tuple[TranslationRow, ...]:
     )
 
 
-def backend_availability() -> tuple[tuple[str, str, Availability], ...]:
-    """(backend, device, availability) for every backend module and device it declares."""
-    rows = []
-    for name in backend_modules():
-        backend = get_backend(name)
-        rows.extend((name, device, backend.availability(device)) for device in backend.devices)
-    return tuple(rows)
+def backend_availability() -> tuple[Availability, ...]:
+    """Whether this machine can run each backend on each device it declares (never raises)."""
+    return tuple(backend.availability(device)
+                 for backend in BACKENDS.records() for device in backend.devices)

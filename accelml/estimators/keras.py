@@ -11,12 +11,15 @@ algorithm fails with a clear reason.
 >>> backend = get_backend("keras")
 >>> backend.devices
 ('cpu', 'cuda')
->>> "kmeans" in backend.missing
-True
+>>> "kmeans" in backend.missing, backend.deep_learning
+(True, True)
 """
 
 from __future__ import annotations
 
+import importlib.util
+
+from accelml.cases import CaseLike, Expectation
 from accelml.estimators._algorithms import ALGORITHMS
 from accelml.estimators._registry import Backend
 from accelml.probe import Availability, list_gpus, probe_horovod, probe_jax, probe_keras
@@ -24,9 +27,8 @@ from accelml.probe import Availability, list_gpus, probe_horovod, probe_jax, pro
 
 def _engines() -> tuple[list[str], list[str]]:
     """(what can run Keras here, why the rest cannot)."""
-    import importlib.util
-
-    have, lacking = [], []
+    have: list[str] = []
+    lacking: list[str] = []
     if importlib.util.find_spec("tensorflow") is not None:
         have.append("tensorflow")
     else:
@@ -69,10 +71,25 @@ def probe_keras_backend(device: str) -> Availability:
     return Availability("keras", device, True, keras.version, detail)
 
 
+def repeat_expectation(case: CaseLike, deterministic: bool) -> Expectation:
+    """Training repeats bitwise only in deterministic mode; each strategy adds its conditions."""
+    if not deterministic:
+        return Expectation(False, "Keras training outside deterministic mode draws unseeded "
+                                  "initial weights and picks non-deterministic kernels")
+    return Expectation(True, "Keras training in deterministic mode: seeded, deterministic "
+                             "kernels, fixed thread pools")
+
+
 BACKEND = Backend(
     name="keras",
+    summary="Keras 3 models trained data-parallel: single, horovod, mirrored, multiworker, "
+            "jax-dataparallel, jax-pmean (accelml.dl)",
     devices=("cpu", "cuda"),
     probe=probe_keras_backend,
+    repeat_expectation=repeat_expectation,
+    libraries=("keras", "tensorflow", "tf-keras", "jax", "jaxlib"),
+    deep_learning=True,
+    measurer="accelml.runner.hooks:measure_keras",
     implementations={},
     how_to_get={
         "cpu": "pip install keras tensorflow (or jax); Horovod: make/build-horovod.sh",
@@ -81,6 +98,4 @@ BACKEND = Backend(
     missing={name: ("backend 'keras' trains neural networks (accelml.dl models such as "
                     "mnist_cnn or resnet50v2), not " + name)
              for name in ALGORITHMS},
-    doc="Keras 3 models trained data-parallel: single, horovod, mirrored, multiworker, "
-        "jax-dataparallel, jax-pmean (accelml.dl)",
 )

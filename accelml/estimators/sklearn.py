@@ -1,26 +1,30 @@
 """Backend ``sklearn``: stock scikit-learn, the reference every other backend is compared to.
 
 Every algorithm's parameter table is written out here: most parameters keep their name,
-the renamed ones say so, and gradient boosting is ``HistGradientBoosting*``.
+the renamed ones say so, and gradient boosting is ``HistGradientBoosting*``. With a seed
+and a fixed thread count, two runs of a case repeat bitwise; the algorithms that draw
+random numbers say what draws them (``Implementation.randomised``).
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from accelml.probe import probe_sklearn
+from accelml.probe import ImportProbe
 
-from ._registry import Backend, Implementation, Rename, Unsupported, same
+from ._registry import Backend, EveryCase, Implementation, Rename, Unsupported, same
 
 _NEIGHBOR_SEARCH = Rename("algorithm", "sklearn's algorithm=")
+_FOREST = "bootstrap rows and feature sampling"
 
 #: algorithm -> (class name as 'module:Class' under sklearn, translation rules).
-#: sklearnex reuses these rules with its own classes (see sklearnex.py).
+#: sklearnex reuses these rules (and what is randomised) with its own classes (see sklearnex.py).
 IMPLEMENTATIONS = MappingProxyType({
     "kmeans": Implementation(
         "sklearn.cluster:KMeans",
         {**same("n_clusters", "init", "n_init", "max_iter", "tol", "copy_x", "random_state"),
          "variant": Rename("algorithm", "sklearn's algorithm=")},
+        randomised="k-means++ / random initialisation",
     ),
     "dbscan": Implementation(
         "sklearn.cluster:DBSCAN",
@@ -30,6 +34,7 @@ IMPLEMENTATIONS = MappingProxyType({
     "pca": Implementation(
         "sklearn.decomposition:PCA",
         same("n_components", "whiten", "svd_solver", "tol", "iterated_power", "copy", "random_state"),
+        randomised="the randomized SVD solver",
     ),
     "linear_regression": Implementation(
         "sklearn.linear_model:LinearRegression",
@@ -38,15 +43,18 @@ IMPLEMENTATIONS = MappingProxyType({
     "ridge": Implementation(
         "sklearn.linear_model:Ridge",
         same("alpha", "fit_intercept", "solver", "max_iter", "tol", "positive", "copy_X", "random_state"),
+        randomised="the sag/saga shuffling",
     ),
     "logistic_regression": Implementation(
         "sklearn.linear_model:LogisticRegression",
         same("C", "l1_ratio", "solver", "max_iter", "tol", "fit_intercept", "class_weight", "random_state"),
+        randomised="the sag/saga/liblinear shuffling",
     ),
     "svc": Implementation(
         "sklearn.svm:SVC",
         same("C", "kernel", "degree", "gamma", "coef0", "tol", "max_iter", "cache_size",
              "class_weight", "random_state"),
+        randomised="probability calibration / shuffling",
     ),
     "knn_classifier": Implementation(
         "sklearn.neighbors:KNeighborsClassifier",
@@ -62,11 +70,13 @@ IMPLEMENTATIONS = MappingProxyType({
         "sklearn.ensemble:RandomForestClassifier",
         same("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
              "max_features", "bootstrap", "max_samples", "class_weight", "random_state", "n_jobs"),
+        randomised=_FOREST,
     ),
     "random_forest_regressor": Implementation(
         "sklearn.ensemble:RandomForestRegressor",
         same("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
              "max_features", "bootstrap", "max_samples", "random_state", "n_jobs"),
+        randomised=_FOREST,
     ),
 })
 
@@ -82,8 +92,12 @@ _HIST_GRADIENT_BOOSTING = {
 
 BACKEND = Backend(
     name="sklearn",
+    summary="stock scikit-learn, the reference",
     devices=("cpu",),
-    probe=lambda device: probe_sklearn(),
+    probe=ImportProbe("sklearn", "scikit-learn"),
+    repeat_expectation=EveryCase(True, "scikit-learn repeats bitwise with a seed and a fixed "
+                                       "thread count"),
+    libraries=("scikit-learn",),
     how_to_get={"cpu": "pip install scikit-learn"},
     implementations=MappingProxyType({
         **IMPLEMENTATIONS,
@@ -92,5 +106,4 @@ BACKEND = Backend(
         "gradient_boosting_regressor": Implementation(
             "sklearn.ensemble:HistGradientBoostingRegressor", _HIST_GRADIENT_BOOSTING),
     }),
-    doc="stock scikit-learn",
 )

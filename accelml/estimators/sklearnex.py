@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Iterator
 
-from accelml.probe import probe_sklearnex
+from accelml.probe import ImportProbe
 
-from ._registry import Backend, ExecutionPath
+from ._registry import Backend, EveryCase, ExecutionPath
 from .sklearn import IMPLEMENTATIONS as _SKLEARN
 
 _CLASSES = {
@@ -44,6 +44,8 @@ _CLASSES = {
     "random_forest_classifier": "sklearnex.ensemble:RandomForestClassifier",
     "random_forest_regressor": "sklearnex.ensemble:RandomForestRegressor",
 }
+
+
 
 _ACCELERATED = "running accelerated version"
 _FALLBACK = "fallback to original Scikit-learn"
@@ -138,8 +140,15 @@ def trace() -> Iterator[list[ExecutionPath]]:
 
 BACKEND = Backend(
     name="sklearnex",
+    summary="Intel Extension for Scikit-learn (oneDAL), imported directly, no global patching",
     devices=("cpu",),
-    probe=lambda device: probe_sklearnex(),
+    probe=ImportProbe("sklearnex", "scikit-learn-intelex"),
+    repeat_expectation=EveryCase(True, "oneDAL's CPU algorithms repeat bitwise with a seed and "
+                                       "a fixed thread count"),
+    cross_backend_reason=("sklearnex (oneDAL) and scikit-learn are different implementations "
+                          "(other solvers, summation order, initialisation): agreement is "
+                          "measured, not identity"),
+    libraries=("scikit-learn-intelex", "daal"),
     how_to_get={"cpu": "pip install scikit-learn-intelex (x86-64 only)"},
     implementations=MappingProxyType({
         name: replace(_SKLEARN[name], estimator=path) for name, path in _CLASSES.items()
@@ -150,5 +159,4 @@ BACKEND = Backend(
               "inference of trained XGBoost/LightGBM models)"
         for name in ("gradient_boosting_classifier", "gradient_boosting_regressor")
     }),
-    doc="Intel Extension for Scikit-learn (oneDAL), imported directly, no global patching",
 )

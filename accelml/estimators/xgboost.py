@@ -12,17 +12,58 @@ hand means the device work is done; no extra sync call is needed for timing.
 
 If the CUDA device is asked for on a machine without a GPU, accelml raises
 ``UnavailableError`` instead of letting XGBoost fall back to the CPU with a warning.
+
+Repeats: with a seed and a fixed ``nthread`` the CPU histogram repeats bitwise, and so does
+the CUDA one on one GPU model (its sums are pre-rounded). CPU and CUDA differ from each
+other by design.
+
+>>> probe("cpu").available
+True
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
 from types import MappingProxyType
 
-from accelml.probe import probe_xgboost
+from accelml.cases import CaseLike, Expectation
+from accelml.probe import Availability, ImportProbe, list_gpus
 
-from ._registry import Backend, Convert, Implementation, Rename, Same, Unsupported
+from ._registry import Backend, Convert, Implementation, Rename, Rule, Same, Unsupported
 
-_GRADIENT_BOOSTING = MappingProxyType({
+
+def probe(device: str) -> Availability:
+    """xgboost imports; for ``cuda`` the wheel is built with CUDA and NVML sees a GPU."""
+    imported = ImportProbe("xgboost", "xgboost")(device)
+    if not imported.available or device == "cpu":
+        return imported
+    version = imported.version
+    if not importlib.import_module("xgboost").build_info().get("USE_CUDA", False):
+        return Availability(
+            "xgboost", "cuda", False, version,
+            "this xgboost wheel is built without CUDA (install the full 'xgboost' wheel, not 'xgboost-cpu')",
+        )
+    gpus, gpu_reason = list_gpus()
+    if not gpus:
+        return Availability("xgboost", "cuda", False, version, gpu_reason)
+    return Availability("xgboost", "cuda", True, version, f"{len(gpus)} GPU(s)")
+
+
+def repeat_expectation(case: CaseLike, deterministic: bool) -> Expectation:
+    """Both devices repeat bitwise with a seed (deterministic mode or not: hist draws nothing
+    unless subsampling is asked for, and accelml passes the seed it is given).
+
+    >>> from types import SimpleNamespace
+    >>> repeat_expectation(SimpleNamespace(device="cuda"), False).bitwise
+    True
+    """
+    if case.device == "cuda":
+        return Expectation(True, "XGBoost's CUDA histogram pre-rounds its sums, so the same "
+                                 "GPU model repeats bitwise (XGBoost >= 1.1)")
+    return Expectation(True, "XGBoost hist on CPU repeats bitwise with a seed and fixed nthread")
+
+_GRADIENT_BOOSTING: Mapping[str, Rule] = MappingProxyType({
     "n_estimators": Same(),
     "learning_rate": Same(),
     "max_depth": Convert(
@@ -49,8 +90,17 @@ _FIXED = MappingProxyType({"tree_method": "hist", "grow_policy": "lossguide"})
 
 BACKEND = Backend(
     name="xgboost",
+    summary="XGBoost hist trees, CPU or CUDA",
     devices=("cpu", "cuda"),
-    probe=probe_xgboost,
+    probe=probe,
+    repeat_expectation=repeat_expectation,
+    cross_backend_reason=("XGBoost and scikit-learn's histogram boosting bin features and find "
+                          "splits differently (quantile sketch vs equal-count bins, hessian vs "
+                          "row limits)"),
+    cross_device_reason=("XGBoost on CPU and CUDA differ by design: other histogram and "
+                         "gradient-sum order, so near-tied splits can go either way (issue 7 "
+                         "reports 99.67% label agreement on 1M rows)"),
+    libraries=("xgboost",),
     how_to_get={
         "cpu": "pip install xgboost",
         "cuda": "run on a machine with an NVIDIA GPU and driver, with the CUDA-enabled 'xgboost' wheel",
@@ -63,5 +113,4 @@ BACKEND = Backend(
             "xgboost:XGBRegressor", _GRADIENT_BOOSTING, _FIXED),
     }),
     missing=MappingProxyType({}),
-    doc="XGBoost hist trees, CPU or CUDA",
 )

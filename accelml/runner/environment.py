@@ -5,6 +5,8 @@
 (1, 16)
 >>> dict(env.libraries)["numpy"] != ""
 True
+>>> {"numpy", "scikit-learn", "xgboost"} <= set(environment_libraries())
+True
 """
 
 from __future__ import annotations
@@ -15,14 +17,30 @@ import platform
 import socket
 import sys
 
+from accelml.estimators import BACKENDS
+from accelml.probe import list_gpus
 from accelml.results.records import Environment, GPUDevice
 
-LIBRARIES = (
-    "accelml", "numpy", "scipy", "scikit-learn", "scikit-learn-intelex", "daal", "xgboost",
-    "tensorflow", "keras", "tf-keras", "horovod", "jax", "jaxlib", "dask", "distributed",
-    "dask-jobqueue", "threadpoolctl", "pandas",
+CORE_LIBRARIES = (
+    "accelml", "numpy", "scipy", "dask", "distributed", "dask-jobqueue", "threadpoolctl", "pandas",
 )
-"""Distributions whose versions name an environment (those not installed are left out)."""
+"""accelml's own distributions; each backend and strategy adds the libraries it declares."""
+
+
+def strategy_libraries() -> tuple[str, ...]:
+    """The libraries the deep-learning strategies add to the fingerprint (Horovod).
+
+    The integrator replaces this with the union of the strategy records' ``libraries``
+    (``accelml.dl.strategies.STRATEGIES_POINT``), once strategies are records.
+    """
+    return ("horovod",)
+
+
+def environment_libraries() -> tuple[str, ...]:
+    """Distributions whose versions name an environment: accelml's core, every backend's and
+    every strategy's declared libraries (those not installed are left out of a fingerprint)."""
+    declared = {library for backend in BACKENDS.records() for library in backend.libraries}
+    return tuple(sorted({*CORE_LIBRARIES, *declared, *strategy_libraries()}))
 
 
 def cpu_model() -> str:
@@ -46,7 +64,7 @@ def usable_cores() -> int:
 
 def library_versions() -> tuple[tuple[str, str], ...]:
     found = []
-    for name in LIBRARIES:
+    for name in environment_libraries():
         try:
             found.append((name, importlib.metadata.version(name)))
         except importlib.metadata.PackageNotFoundError:
@@ -56,8 +74,6 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 def fingerprint(threads: int | None = None) -> Environment:
     """Versions, CPU, cores, GPUs (through NVML), hostname and SLURM job id of this process."""
-    from accelml.probe import list_gpus
-
     try:
         import psutil
 

@@ -1,8 +1,8 @@
 """How a backend that is not a scikit-learn-style estimator plugs into the runner.
 
-The runner measures classical backends itself (:mod:`accelml.runner.worker`). For any
-backend listed in :data:`MEASURERS` it instead calls that function, inside the case's own
-process, and stores what it returns:
+The runner measures classical backends itself (:mod:`accelml.runner.worker`). For a
+backend whose record names a measurer (``Backend.measurer``, 'module:function') it instead
+calls that function, inside the case's own process, and stores what it returns:
 
     measure(case: Case, context: MeasureContext) -> Measurements
 
@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from accelml.errors import UnavailableError
+from accelml.estimators import get_backend
 from accelml.results.records import (
     DatasetInfo,
     DLMeasurements,
@@ -68,18 +69,14 @@ class Measurements:
     task: str = ""          # classification, regression, clustering, decomposition
 
 
-MEASURERS: Mapping[str, str] = MappingProxyType({
-    "keras": "accelml.runner.hooks:measure_keras",
-})
-"""backend -> "module:function" of its measurer (imported only in the case's process)."""
-
-
 def measurer_for(backend: str) -> Callable[[Any, MeasureContext], Measurements] | None:
-    target = MEASURERS.get(backend)
-    if target is None:
+    """The measurer ``backend``'s record names (imported now), or None: the runner's own."""
+    target = get_backend(backend).measurer
+    if not target:
         return None
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    measurer: Callable[[Any, MeasureContext], Measurements] = getattr(importlib.import_module(module), name)
+    return measurer
 
 
 _DL_DEVICES = {"cpu": "cpu", "cuda": "gpu"}

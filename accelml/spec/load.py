@@ -62,12 +62,13 @@ from typing import Any
 
 from accelml.errors import SpecError
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
+from accelml.estimators import BACKENDS
+from accelml.estimators import algorithms as algorithm_infos
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,
     DATASET_SOURCES,
     DEVICES,
-    DL_BACKENDS,
     DL_SHORTHANDS,
     DTYPES,
     EXPERIMENT_KEYS,
@@ -85,12 +86,10 @@ GRID_KEYS = ("algorithm", "backend", "device", "workers", "strategy", "dataset")
 
 
 def _known_names() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]]]:
-    """(algorithms, backends, algorithm -> task, algorithm -> backends having it); keras added."""
-    from accelml.estimators import algorithms as registered
-
-    infos = registered()
-    backends = {backend for info in infos for backend in info.backends} | set(DL_BACKENDS)
-    return (tuple(sorted(info.name for info in infos)), tuple(sorted(backends)),
+    """(algorithms, backends, algorithm -> task, algorithm -> backends having it), from the
+    algorithm table and the backend records (deep-learning backends included)."""
+    infos = algorithm_infos()
+    return (tuple(sorted(info.name for info in infos)), tuple(sorted(BACKENDS.names())),
             {info.name: info.task for info in infos},
             {info.name: tuple(info.backends) for info in infos})
 
@@ -291,10 +290,11 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
     backend_values = [spec.one_of(b, backends, f"{where}.backend[{i}]" if isinstance(table["backend"], list)
                                   else f"{where}.backend", "backend")
                       for i, b in enumerate(_as_list(spec, table["backend"], f"{where}.backend", (str,), "backend name"))]
-    is_dl = [b in DL_BACKENDS for b in backend_values]
+    is_dl = [BACKENDS.get(b).deep_learning for b in backend_values]
     if any(is_dl) and not all(is_dl):
-        raise spec.error(f"{where}.backend", "keras cannot share a [[cases]] table with classical "
-                         "backends; give it its own table")
+        deep_learning = ", ".join(b for b, dl in zip(backend_values, is_dl, strict=True) if dl)
+        raise spec.error(f"{where}.backend", f"{deep_learning} cannot share a [[cases]] table "
+                         "with classical backends; give it its own table")
     deep = all(is_dl)
 
     algorithm_values = _as_list(spec, table["algorithm"], f"{where}.algorithm", (str,), "algorithm name")

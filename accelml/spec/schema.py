@@ -14,7 +14,6 @@ DEVICES = ("cpu", "cuda")
 DATASET_SOURCES = ("generated", "shipped", "file", "keras", "openml")
 GENERATORS = ("classification", "regression", "blobs", "images")
 """``images`` draws learnable synthetic uint8 images for keras cases (``accelml.dl.data``)."""
-DL_BACKENDS = ("keras",)
 SHIPPED = ("digits", "breast_cancer", "wine", "diabetes", "iris")
 KERAS_DATASETS = ("mnist", "fashion_mnist", "cifar10", "cifar100")
 FILE_FORMATS = (".npz", ".csv", ".parquet")

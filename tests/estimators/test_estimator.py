@@ -23,15 +23,14 @@ import accelml.estimators as estimators
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.estimators import (
     ALGORITHMS,
+    BACKENDS,
     Estimator,
     algorithms,
-    backend_modules,
     device_sync,
     get_backend,
     parameter_table,
     task_of,
 )
-from accelml.probe import probe_xgboost
 
 EXPECTED_BACKENDS = {
     "kmeans": ("sklearn", "sklearnex"),
@@ -109,11 +108,12 @@ def test_translation_table_documents_the_xgboost_mapping():
 def test_a_new_backend_is_one_module(tmp_path, monkeypatch, blobs):
     (tmp_path / "toy.py").write_text(textwrap.dedent("""
         from accelml.probe import Availability
-        from accelml.estimators import Backend, Implementation, Rename, same
+        from accelml.estimators import Backend, EveryCase, Implementation, Rename, same
 
         BACKEND = Backend(
-            name="toy", devices=("cpu",),
+            name="toy", summary="a toy", devices=("cpu",),
             probe=lambda device: Availability("toy", device, True, "1"),
+            repeat_expectation=EveryCase(True, "seeded"), libraries=("scikit-learn",),
             implementations={"kmeans": Implementation("sklearn.cluster:KMeans", {
                 **same("n_clusters", "init", "n_init", "max_iter", "tol", "copy_x", "random_state"),
                 "variant": Rename("algorithm")})},
@@ -121,7 +121,7 @@ def test_a_new_backend_is_one_module(tmp_path, monkeypatch, blobs):
     """))
     monkeypatch.setattr(estimators, "__path__", [*estimators.__path__, str(tmp_path)])
     monkeypatch.delitem(sys.modules, "accelml.estimators.toy", raising=False)
-    assert "toy" in backend_modules()
+    assert "toy" in BACKENDS.names()
     assert "toy" in [info.backends for info in algorithms() if info.name == "kmeans"][0]
     est = Estimator("kmeans", backend="toy", n_clusters=4, random_state=0).fit(blobs)
     assert type(est.estimator_).__name__ == "KMeans" and est.labels_.max() == 3
@@ -251,7 +251,7 @@ def test_set_params_changes_nothing_when_it_fails():
 
 
 def test_xgboost_cuda_without_a_gpu_is_unavailable_and_says_why(classification):
-    availability = probe_xgboost("cuda")
+    availability = get_backend("xgboost").availability("cuda")
     if availability.available:
         pytest.skip(f"this machine has CUDA for XGBoost ({availability.detail})")
     est = Estimator("gradient_boosting_classifier", backend="xgboost", device="cuda")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from accelml.probe import find_launcher, probe_all
+from accelml.machine import probe_all
+from accelml.probe import find_launcher
 
 HERE = Path(__file__).parent
 
@@ -35,10 +36,10 @@ def test_backends_json_tells_the_truth_about_this_machine():
     result = run_accelml("backends", "--json")
     assert result.returncode == 0, result.stderr
     rows = {(row["name"], row["device"]): row for row in json.loads(result.stdout)}
-    for name, device in [("scikit-learn", "cpu"), ("scikit-learn-intelex", "cpu"), ("xgboost", "cpu")]:
+    for name, device in [("sklearn", "cpu"), ("sklearnex", "cpu"), ("xgboost", "cpu")]:
         assert rows[(name, device)]["available"], rows[(name, device)]
     import sklearn
-    assert rows[("scikit-learn", "cpu")]["version"] == sklearn.__version__
+    assert rows[("sklearn", "cpu")]["version"] == sklearn.__version__
     gpus = rows[("GPUs", "cuda")]
     cuda = rows[("xgboost", "cuda")]
     assert cuda["available"] == gpus["available"]

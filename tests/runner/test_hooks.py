@@ -2,7 +2,7 @@
 
 import pytest
 
-from accelml.runner.hooks import MEASURERS, measurements_from_training, measurer_for, training_config_dict
+from accelml.runner.hooks import measure_keras, measurements_from_training, measurer_for, training_config_dict
 from accelml.spec.load import load_spec_text
 
 dl_config = pytest.importorskip("accelml.dl.config")
@@ -34,7 +34,7 @@ def test_keras_case_becomes_a_training_config():
     assert (config.batch_size, config.global_batch_size, config.epochs) == (16, 32, 3)
     assert config.scaled_learning_rate == pytest.approx(0.04)
     assert config.train_samples == 512
-    assert "keras" in MEASURERS and measurer_for("sklearn") is None
+    assert measurer_for("keras") is measure_keras and measurer_for("sklearn") is None
 
 
 def test_training_result_becomes_epoch_timings_without_the_first_epoch():
