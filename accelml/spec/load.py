@@ -435,7 +435,9 @@ def _check_training(spec: _Spec, where: str, model: str, backend: str, device: s
 
 
 def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str) -> Experiment:
-    """Validate a parsed TOML document and expand its cases."""
+    """Validate a parsed TOML document and expand its cases, as the spec writes them:
+    ``deterministic = true`` is recorded in ``Experiment.deterministic`` and applied by the
+    run that runs it (:func:`accelml.compare.plan_run` fills in the seeds)."""
     spec = _Spec(source)
     spec.check_keys(document, EXPERIMENT_KEYS, "")
     datasets_table = document.get("datasets", {})
@@ -465,17 +467,13 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
     if cluster is not None:
         _check_cluster(spec, cluster)
     name = document.get("name") or Path(source).stem
-    experiment = Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
+    # ``deterministic = true`` is only recorded here: the run applies the mode
+    # (accelml.compare.plan_run), as it does for the --deterministic flag.
+    return Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
                       cases=tuple(cases), reference=reference,
                       description=document.get("description", ""),
                       cluster_json=canonical_json(cluster) if cluster is not None else "",
                       deterministic=document.get("deterministic", False))
-    if experiment.deterministic:
-        # Seeds are filled in now, so the case ids (and --dry-run) are those that will run.
-        from accelml.runner.determinism import deterministic_experiment
-
-        experiment = deterministic_experiment(experiment)[0]
-    return experiment
 
 
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:
