@@ -33,6 +33,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from accelml.runner.determinism import settings_for
 from accelml.testing import assert_equivalent as _assert_equivalent
 from accelml.testing import assert_reproducible as _assert_reproducible
 
@@ -63,8 +64,6 @@ def assert_equivalent():
 @pytest.fixture
 def accelml_deterministic(request, monkeypatch):
     """Deterministic mode for one test; the environment and global seeds are restored after."""
-    from accelml.runner.determinism import settings_for
-
     seed = request.config.getoption("--accelml-seed")
     python_state, numpy_state = random.getstate(), np.random.get_state()
     process = settings_for(SimpleNamespace(algorithm="", backend="sklearn", device="cpu",
