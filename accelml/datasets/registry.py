@@ -22,6 +22,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
@@ -32,6 +33,29 @@ from accelml.cases import canonical_json
 from accelml.results.records import DatasetInfo
 
 CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class NamedSource:
+    """A source whose datasets are picked by name: the option that names one (``key``), the
+    names its loader offers, and what a name is called in messages."""
+
+    key: str
+    names: tuple[str, ...]
+    what: str
+
+
+NAMED_SOURCES: Mapping[str, NamedSource] = MappingProxyType({
+    "generated": NamedSource("generator", loaders.GENERATORS, "generator"),
+    "shipped": NamedSource("name", tuple(loaders.SHIPPED_TASKS), "shipped dataset"),
+    "keras": NamedSource("name", tuple(loaders.KERAS_CLASSES), "keras dataset"),
+})
+"""source -> the names its loader offers; the spec's validation reads this, so a name that
+validates is one the loader loads.
+
+>>> NAMED_SOURCES["keras"].names
+('mnist', 'fashion_mnist', 'cifar10', 'cifar100')
+"""
 
 
 @dataclass(frozen=True, eq=False)

@@ -62,6 +62,8 @@ from typing import Any
 
 from accelml.errors import SpecError
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
+from accelml.datasets.loaders import FILE_FORMATS
+from accelml.datasets.registry import NAMED_SOURCES
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,
@@ -71,12 +73,8 @@ from accelml.spec.schema import (
     DL_SHORTHANDS,
     DTYPES,
     EXPERIMENT_KEYS,
-    FILE_FORMATS,
-    GENERATORS,
-    KERAS_DATASETS,
     LAYOUTS,
     REPEAT_KEYS,
-    SHIPPED,
     TASKS,
 )
 
@@ -221,28 +219,23 @@ def _dataset(spec: _Spec, name: str, table: Any, base_dir: Path) -> DatasetSpec:
         spec.one_of(options["layout"], LAYOUTS, f"{where}.layout", "layout")
     if "test_size" in options and not 0 < options["test_size"] < 1:
         raise spec.error(f"{where}.test_size", f"expected a fraction in (0, 1), got {options['test_size']}")
+    named = NAMED_SOURCES.get(source)
+    if named is not None:
+        # The names come from the loaders: a name that validates is one that loads.
+        if named.key not in options:
+            raise spec.error(f"{where}.{named.key}", f"missing; allowed: {', '.join(named.names)}")
+        spec.one_of(options[named.key], named.names, f"{where}.{named.key}", named.what)
     if source == "generated":
-        if "generator" not in options:
-            raise spec.error(f"{where}.generator", f"missing; allowed: {', '.join(GENERATORS)}")
-        spec.one_of(options["generator"], GENERATORS, f"{where}.generator", "generator")
         n_samples = options.get("n_samples", 1000)
         if n_samples < 4:
             raise spec.error(f"{where}.n_samples", f"expected at least 4 samples, got {n_samples}")
         for key in ("n_features", "n_classes", "centers", "n_informative"):
             if key in options and options[key] < 1:
                 raise spec.error(f"{where}.{key}", f"expected an integer >= 1, got {options[key]}")
-    elif source == "shipped":
-        if "name" not in options:
-            raise spec.error(f"{where}.name", f"missing; allowed: {', '.join(SHIPPED)}")
-        spec.one_of(options["name"], SHIPPED, f"{where}.name", "shipped dataset")
-    elif source == "keras":
-        if "name" not in options:
-            raise spec.error(f"{where}.name", f"missing; allowed: {', '.join(KERAS_DATASETS)}")
-        spec.one_of(options["name"], KERAS_DATASETS, f"{where}.name", "keras dataset")
     elif source == "openml" and "name" not in options and "data_id" not in options:
         raise spec.error(where, "an openml dataset needs name or data_id")
     if source == "file" and "path" not in options:
-        raise spec.error(f"{where}.path", "missing; a .npz, .csv or .parquet file")
+        raise spec.error(f"{where}.path", f"missing; a file of type {', '.join(FILE_FORMATS)}")
     if "path" in options:
         path = Path(options["path"]).expanduser()
         if not path.is_absolute():
