@@ -30,11 +30,12 @@ import secrets
 import sys
 import tempfile
 import types
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -231,13 +232,15 @@ def _toml_value(value: object, where: str) -> str:
 
 def _save_data(directory: Path, X: ArrayLike, y: ArrayLike | None) -> str:
     """Keep the caller's arrays as an ``.npz`` file (named by their digests) for the cases."""
-    arrays = {"X": np.asarray(X)} if y is None else {"X": np.asarray(X), "y": np.asarray(y)}
-    digest = array_digest(arrays["X"])[:16] + ("" if y is None else array_digest(arrays["y"])[:16])
+    features = np.asarray(X)
+    labels = None if y is None else np.asarray(y)
+    digest = array_digest(features)[:16] + ("" if labels is None else array_digest(labels)[:16])
     path = directory / "inputs" / f"{digest}.npz"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial.npz")
-        np.savez(partial, **arrays)
+        arrays = {"X": features} if labels is None else {"X": features, "y": labels}
+        np.savez(partial, allow_pickle=False, **arrays)
         partial.replace(path)
     return str(path)
 

@@ -35,7 +35,12 @@ from accelml.cases import Experiment
 from accelml.compare import run_experiment
 from accelml.errors import AccelmlError, SpecError
 from accelml.executors.config import ClusterSettings
-from accelml.report.baseline import DEFAULT_INLINE_LIMIT, Baseline, check_run, make_baseline
+from accelml.report.baseline import (
+    DEFAULT_INLINE_LIMIT,
+    Baseline,
+    check_run,
+    make_baseline,
+)
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec
@@ -94,9 +99,10 @@ def run(args: argparse.Namespace) -> int:
     if args.inline_limit is not None and args.inline_limit < 0:
         raise SpecError(f"--inline-limit {args.inline_limit}: expected an integer >= 0")
     baseline_path = Path(args.baseline)
-    baseline = None
-    if not args.update_baseline or baseline_path.exists():
-        baseline = Baseline.read(baseline_path)          # SpecError (exit 2) when it is not one
+    # Read before anything runs: a file that is not a baseline is a SpecError (exit 2).
+    against = None if args.update_baseline else Baseline.read(baseline_path)
+    previous = Baseline.read(baseline_path) if args.update_baseline and baseline_path.exists() \
+        else None          # --update-baseline keeps an existing file's tolerances
     if args.run_id is not None:
         try:
             store = ResultsStore(args.results_dir, create=False)
@@ -109,16 +115,16 @@ def run(args: argparse.Namespace) -> int:
         experiment = load_spec(args.spec)      # a bad spec stops here: nothing is written
         store = ResultsStore(args.results_dir)
         run_id = _run_spec(args, experiment, store)
-    if args.update_baseline:
+    if against is None:
         limit = args.inline_limit if args.inline_limit is not None else (
-            baseline.inline_limit if baseline is not None else DEFAULT_INLINE_LIMIT)
-        made = make_baseline(store, run_id, inline_limit=limit, previous=baseline)
+            previous.inline_limit if previous is not None else DEFAULT_INLINE_LIMIT)
+        made = make_baseline(store, run_id, inline_limit=limit, previous=previous)
         made.write(baseline_path)
         failed = [case for case in made.cases if case.data["status"] != "ok"]
         print(f"accelml check: wrote {baseline_path} from run {run_id}: {len(made.cases)} case(s)"
               + (f", {len(failed)} of them failed (they are kept as failed)" if failed else ""))
         return 0
-    report = check_run(store, run_id, baseline)
+    report = check_run(store, run_id, against)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, default=str))
     else:

@@ -22,11 +22,22 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from accelml.cases import Experiment
 from accelml.compare import Comparison, plan_run, run_experiment
-from accelml.executors.arguments import add_cluster_arguments, progress_printer, settings_from_args
+from accelml.executors.arguments import (
+    add_cluster_arguments,
+    progress_printer,
+    settings_from_args,
+)
 from accelml.report.table import json_clean, legend, rich_table, to_json
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import gzip
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

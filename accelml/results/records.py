@@ -108,7 +108,7 @@ def _check_schema(data: dict[str, Any], kind: str) -> None:
 
 def _binomial_cdf_half(k: int, n: int) -> float:
     """P(X <= k) for X ~ Binomial(n, 1/2)."""
-    return sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n
+    return float(sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n)
 
 
 def median_confidence_interval(
@@ -384,7 +384,9 @@ class EpochRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EpochRecord":
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        return cls(epoch=int(data["epoch"]), seconds=float(data["seconds"]),
+                   loss=float(data["loss"]), accuracy=data.get("accuracy"),
+                   val_loss=data.get("val_loss"), val_accuracy=data.get("val_accuracy"))
 
 
 @dataclass(frozen=True)

@@ -58,11 +58,11 @@ class CaseTask:
     # What an executor reads to place the case (CaseNeeds.of_case):
     @property
     def case_id(self) -> str:
-        return self.case.get("case_id", "")
+        return str(self.case.get("case_id", ""))
 
     @property
     def device(self) -> str:
-        return self.case.get("device", "cpu")
+        return str(self.case.get("device", "cpu"))
 
     @property
     def workers(self) -> int:
@@ -239,7 +239,7 @@ def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
                                wall, started_at, peak_rss)
             return _failed(task, FailureKind.KILLED, f"exited with code {code} without a result"
                            + (f": {last}" if last else ""), wall, started_at, peak_rss)
-        document = json.loads(output_path.read_text())
+        document: dict[str, Any] = json.loads(output_path.read_text())
         document["result"]["wall_seconds"] = wall
         arrays = {}
         for digest in document.get("arrays", []):

@@ -36,12 +36,24 @@ from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.estimators import Estimator, task_of
-from accelml.results.records import ArrayRef, CaseResult, FailureKind, PhaseTiming, Score, utc_now
+from accelml.results.records import (
+    ArrayRef,
+    CaseResult,
+    FailureKind,
+    PhaseTiming,
+    Score,
+    utc_now,
+)
 from accelml.results.store import array_digest, array_to_npy_bytes
 from accelml.runner.determinism import apply as apply_deterministic_mode
 from accelml.runner.environment import fingerprint
 from accelml.runner.hooks import MeasureContext, Measurements, measurer_for
-from accelml.runner.measure import GPUMemorySampler, host_copy, peak_host_memory_bytes, repeat_until_stable
+from accelml.runner.measure import (
+    GPUMemorySampler,
+    host_copy,
+    peak_host_memory_bytes,
+    repeat_until_stable,
+)
 
 PREDICT_METHOD = {"decomposition": "transform"}
 

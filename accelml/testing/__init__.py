@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import tempfile
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -74,11 +75,13 @@ def _compare(path: str, a: Any, b: Any, rtol: float, atol: float, labels: str | 
         return
     if isinstance(a, (float, int, np.number)) and isinstance(b, (float, int, np.number)):
         a, b = np.asarray(a), np.asarray(b)
+    array_a: np.ndarray | None
+    array_b: np.ndarray | None
     try:
         array_a, array_b = np.asarray(a), np.asarray(b)
     except ValueError:
         array_a = array_b = None
-    if array_a is None or array_a.dtype == object or array_b.dtype == object:
+    if array_a is None or array_b is None or array_a.dtype == object or array_b.dtype == object:
         if isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) == len(b):
             for index, (item_a, item_b) in enumerate(zip(a, b)):
                 _compare(f"{path}[{index}]", item_a, item_b, rtol, atol, labels, min_agreement,
