@@ -460,8 +460,6 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
     if cluster is not None:
         _check_cluster(spec, cluster)
     name = document.get("name") or Path(source).stem
-    # ``deterministic = true`` is only recorded here: the run applies the mode
-    # (accelml.compare.plan_run), as it does for the --deterministic flag.
     return Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
                       cases=tuple(cases), reference=reference,
                       description=document.get("description", ""),
