@@ -30,16 +30,36 @@ import secrets
 import sys
 import tempfile
 import types
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
+from accelml.cases import Case, Experiment
 from accelml.errors import AccelmlError, SpecError
-from accelml.results.records import CaseResult, FailureKind, RunRecord
+from accelml.executors import make_executor, submits_jobs
+from accelml.executors.arguments import cluster_settings, progress_for
+from accelml.executors.config import ClusterSettings
+from accelml.report.render import RunReport
+from accelml.report.render import report as render_report
+from accelml.report.repro import AgreementMatrix, agreement_matrix
+from accelml.report.speed import speedups
+from accelml.report.table import Agreement, Row, build_rows, render_text, to_json
+from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import ResultsStore, array_digest
+from accelml.runner.determinism import deterministic_experiment
+from accelml.runner.environment import fingerprint, usable_cores
+from accelml.runner.process import CaseTask, execute_case
+from accelml.spec.load import load_spec_text
 
 ResultCallback = Callable[[CaseResult, int, int], None]
+Progress = Callable[[Any], None]
+"""A cluster executor's progress callback (it gets the executor's job/worker/case counts)."""
 
 
 def new_run_id() -> str:
@@ -49,38 +69,65 @@ def new_run_id() -> str:
 
 def default_threads(jobs: int) -> int:
     """Threads per case: the usable cores shared by the cases that run at once."""
-    from accelml.runner.environment import usable_cores
-
     return max(1, usable_cores() // max(1, jobs))
 
 
-def _lost(task: Any, run_id: str, error: str, failure: str | None = None) -> CaseResult:
+@dataclass(frozen=True)
+class RunPlan:
+    """What :func:`run_experiment` runs: the cases as they will run, and in which mode.
+
+    ``environment`` holds the variables every case process gets on top of the client's own
+    (deterministic mode's ``PYTHONHASHSEED``, TF/cuDNN/XLA determinism, Horovod fusion off);
+    the client's own environment is never changed.
+    """
+
+    experiment: Experiment
+    deterministic: bool
+    environment: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+def plan_run(experiment: Experiment, *, deterministic: bool = False,
+             resumed: RunRecord | None = None) -> RunPlan:
+    """The one place deterministic mode is decided: asked for by ``deterministic`` (the
+    ``--deterministic`` flag, ``compare(deterministic=True)``), by the spec's
+    ``deterministic = true``, or by the run being resumed having run in it. In that mode
+    the cases get their seeds filled in where the spec left them unset (which changes those
+    case ids; :func:`accelml.runner.determinism.deterministic_experiment`).
+
+    >>> experiment = load_spec_text(
+    ...     '[datasets.d]\\nsource = "shipped"\\nname = "iris"\\n[[cases]]\\n'
+    ...     'algorithm = "random_forest_classifier"\\nbackend = "sklearn"\\ndataset = "d"\\n',
+    ...     "inline.toml")
+    >>> plain, seeded = plan_run(experiment), plan_run(experiment, deterministic=True)
+    >>> plain.deterministic, dict(plain.experiment.cases[0].params), dict(plain.environment)
+    (False, {}, {})
+    >>> seeded.deterministic, dict(seeded.experiment.cases[0].params), seeded.environment["PYTHONHASHSEED"]
+    (True, {'random_state': 0}, '0')
+    """
+    if deterministic or experiment.deterministic or (resumed is not None and resumed.deterministic):
+        seeded, environment = deterministic_experiment(experiment)
+        return RunPlan(seeded, True, MappingProxyType(dict(environment)))
+    return RunPlan(experiment, False)
+
+
+def _lost(task: CaseTask, run_id: str, error: str, failure: str | None = None) -> CaseResult:
     """The failed result of a task the executor returned no result for (``failure``: the
     executor's reason kind, e.g. "unavailable"; a lost worker otherwise)."""
-    from accelml.runner.worker import utc_now
-    from accelml.cases import Case
-
-    case = Case.from_dict(task.case)
-    return CaseResult(
-        run_id=run_id, case_id=case.case_id, algorithm=case.algorithm, backend=case.backend,
-        device=case.device, dataset=case.dataset.name, workers=case.workers,
-        strategy=case.strategy, params=case.params, status=CaseResult.FAILED,
-        failure=FailureKind(failure) if failure else FailureKind.LOST,
-        reason=error.splitlines()[0] if error else "no result",
-        threads=task.threads, finished_at=utc_now(), attempts=task.attempt,
-    )
+    return CaseResult.failed(Case.from_dict(task.case), run_id,
+                             FailureKind(failure) if failure else FailureKind.LOST,
+                             error or "no result", threads=task.threads, attempts=task.attempt)
 
 
 def run_experiment(
-    experiment: Any,
+    experiment: Experiment,
     store: ResultsStore,
     *,
-    settings: Any = None,
+    settings: ClusterSettings | None = None,
     resume: str | None = None,
     cache_dir: str | None = None,
     on_plan: Callable[[RunRecord, int], None] | None = None,
     on_result: ResultCallback | None = None,
-    progress: Callable[[Any], None] | None = None,
+    progress: Progress | None = None,
     deterministic: bool = False,
 ) -> RunRecord:
     """Run every case of ``experiment`` (or, with ``resume``, the ones a run still lacks).
@@ -90,28 +137,16 @@ def run_experiment(
     ``on_plan(run, n_pending)`` is called once before the first case starts;
     ``on_result(result, done, total)`` after each case is stored.
     ``deterministic`` (or the spec's ``deterministic = true``, or resuming a run that was
-    deterministic) runs every case in deterministic mode: seeds filled in where the spec
-    left them unset (which changes those cases' ids), and the mode's environment
-    (``PYTHONHASHSEED``, TF/cuDNN/XLA determinism, Horovod fusion off) passed to each case
-    process with its task; the client's own environment is left as it is.
+    deterministic) runs every case in deterministic mode (:func:`plan_run`): seeds filled in
+    where the spec left them unset (which changes those cases' ids), the mode's environment
+    passed to each case process with its task, each case process seeding Python and NumPy
+    first; the run is stored with ``deterministic = true``. The client's own environment is
+    left as it is.
     """
-    from accelml.executors import make_executor, submits_jobs
-    from accelml.runner.environment import fingerprint
-    from accelml.runner.process import CaseTask, execute_case
-    from accelml.runner.worker import utc_now
-
     previous = store.get_run(resume) if resume is not None else None
-    environment: dict[str, str] = {}
-    if deterministic or experiment.deterministic or (previous is not None and previous.deterministic):
-        experiment, environment = deterministic_mode(experiment)
+    plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
+    experiment = plan.experiment
     case_ids = tuple(case.case_id for case in experiment.cases)
-    if previous is not None and previous.case_ids and set(previous.case_ids) != set(case_ids) \
-            and not environment:
-        # A run seeded by its caller (e.g. ``accelml check --deterministic``) resumes seeded.
-        seeded, seeded_environment = deterministic_mode(experiment)
-        if set(previous.case_ids) == {case.case_id for case in seeded.cases}:
-            experiment, environment = seeded, seeded_environment
-            case_ids = tuple(case.case_id for case in experiment.cases)
     if previous is not None:
         run = previous
         if run.spec_hash != experiment.text_hash:
@@ -129,7 +164,7 @@ def run_experiment(
             spec_text=experiment.text, spec_path=experiment.path,
             reference_backend=experiment.reference, created_at=utc_now(),
             planned_cases=len(case_ids), environment=fingerprint(), case_ids=case_ids,
-            deterministic=experiment.deterministic,
+            deterministic=plan.deterministic,
         )
         store.create_run(run)
         pending = list(experiment.cases)
@@ -138,20 +173,21 @@ def run_experiment(
     if not pending:
         store.set_run_status(run.run_id, RunRecord.FINISHED)
         return store.get_run(run.run_id)
-    jobs = int(getattr(settings, "jobs", None) or 1)
+    settings = settings or ClusterSettings()
+    jobs = settings.jobs or 1
     in_jobs = submits_jobs(settings)
-    job_cores = getattr(getattr(settings, "resources", None), "cores", None)
     tasks = []
     for case in pending:
         # Locally the cases running at once share this machine's cores; on a cluster each
         # case gets the cores of the worker job it runs in.
-        threads = case.threads or (job_cores if in_jobs and job_cores
+        threads = case.threads or (settings.resources.cores
+                                   if in_jobs and settings.resources.cores
                                    else default_threads(jobs))
         case_data = case.to_dict()
         case_data["threads"] = threads
         tasks.append(CaseTask(case=case_data, run_id=run.run_id, cache_dir=cache_dir,
-                              threads=threads, environment=environment or None,
-                              deterministic=experiment.deterministic))
+                              threads=threads, environment=dict(plan.environment) or None,
+                              deterministic=plan.deterministic))
     finished = 0
     try:
         with make_executor(settings, progress=progress) as executor:
@@ -162,7 +198,7 @@ def run_experiment(
                     arrays = document.get("arrays", {})
                 else:
                     result = _lost(outcome.item, run.run_id, outcome.error or "",
-                                   getattr(outcome, "failure", None))
+                                   outcome.failure)
                     arrays = {}
                 store.add_case_result(result, arrays)
                 finished += 1
@@ -175,22 +211,10 @@ def run_experiment(
     return store.get_run(run.run_id)
 
 
-def deterministic_mode(experiment: Any) -> tuple[Any, dict[str, str]]:
-    """``experiment`` in deterministic mode (marked so), and the environment its case
-    processes get (:func:`accelml.runner.determinism.deterministic_experiment`; applying it
-    twice changes nothing)."""
-    import dataclasses
-
-    from accelml.runner.determinism import deterministic_experiment
-
-    experiment, environment = deterministic_experiment(experiment)
-    return dataclasses.replace(experiment, deterministic=True), environment
-
-
 # ---------------------------------------------------------------- the Python API
 
 
-def _toml_value(value: Any, where: str) -> str:
+def _toml_value(value: object, where: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -207,17 +231,17 @@ def _toml_value(value: Any, where: str) -> str:
                     "(leave a parameter out to get its default)")
 
 
-def _save_data(directory: Path, X: Any, y: Any) -> str:
-    import numpy as np
-
-    X = np.asarray(X)
-    arrays = {"X": X} if y is None else {"X": X, "y": np.asarray(y)}
-    digest = array_digest(X)[:16] + ("" if y is None else array_digest(arrays["y"])[:16])
+def _save_data(directory: Path, X: ArrayLike, y: ArrayLike | None) -> str:
+    """Keep the caller's arrays as an ``.npz`` file (named by their digests) for the cases."""
+    features = np.asarray(X)
+    labels = None if y is None else np.asarray(y)
+    digest = array_digest(features)[:16] + ("" if labels is None else array_digest(labels)[:16])
     path = directory / "inputs" / f"{digest}.npz"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial.npz")
-        np.savez(partial, **arrays)
+        arrays = {"X": features} if labels is None else {"X": features, "y": labels}
+        np.savez(partial, allow_pickle=False, **arrays)
         partial.replace(path)
     return str(path)
 
@@ -259,25 +283,19 @@ class Comparison:
             raise AccelmlError(f"reference backend {reference!r} is not in this comparison")
         return reference
 
-    def rows(self, reference: str | None = None):
-        from accelml.report.table import build_rows
-
+    def rows(self, reference: str | None = None) -> list[Row]:
         return build_rows(self.store, self.results, self._reference(reference))
 
     def table(self, reference: str | None = None, width: int | None = None) -> str:
         """The comparison table as text."""
-        from accelml.report.table import render_text
-
         return render_text(self.rows(reference), title=f"run {self.run_id}", width=width)
 
     def speedup(self, reference: str | None = None, phase: str = "fit") -> dict[str, float]:
         """label -> reference median time / this case's median time (2.0: twice as fast)."""
-        from accelml.report.speed import speedups
-
         found = speedups(self.results, self._reference(reference), phase)
         return {self._label(r): found[r.case_id].value for r in self.results if r.case_id in found}
 
-    def agreement(self, reference: str | None = None) -> dict[str, Any]:
+    def agreement(self, reference: str | None = None) -> dict[str, Agreement]:
         """label -> :class:`accelml.report.table.Agreement` with the reference case: one
         figure per case (the table's agreement column). For every measure (run-to-run,
         cross-backend, cross-device, cross-scale) use :meth:`agreement_matrix`."""
@@ -286,38 +304,33 @@ class Comparison:
                 if row.agreement is not None}
 
     def agreement_matrix(self, reference: str | None = None, *,
-                         against: "Comparison | tuple[ResultsStore, str] | None" = None):
+                         against: "Comparison | tuple[ResultsStore, str] | None" = None
+                         ) -> AgreementMatrix:
         """The run's :class:`accelml.report.repro.AgreementMatrix` (``.format()``,
         ``.rows()``, ``.to_dict()``); ``against`` (another Comparison, or ``(store,
         run_id)``) adds the cross-run comparison, case by case id."""
-        from accelml.report.repro import agreement_matrix
-
         if isinstance(against, Comparison):
             against = (against.store, against.run_id)
         return agreement_matrix(self.store, self.run_id, self._reference(reference) if self.results
                                 else reference, against=against,
                                 deterministic=self.run.deterministic)
 
-    def report(self, **options: Any):
+    def report(self, **options: Any) -> RunReport:
         """The full report of this run (:func:`accelml.report.render.report`): ``html=``,
         ``plots_dir=``, ``csv=``, ``json=`` write files; ``reference=``, ``against=``."""
-        from accelml.report.render import report
-
-        return report(self.run_id, self.store.directory, **options)
+        return render_report(self.run_id, self.store.directory, **options)
 
     def to_json(self, reference: str | None = None) -> dict[str, Any]:
-        from accelml.report.table import to_json
-
         return to_json(self.run, list(self.results), self.rows(reference))
 
 
 def compare(
     algorithm: str | Sequence[str],
     backends: Sequence[str],
-    data: tuple[Any, Any],
+    data: tuple[ArrayLike, ArrayLike | None],
     *,
     devices: Sequence[str] = ("cpu",),
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     repeats: int | tuple[int, int] = 5,
     warmup: int = 1,
     target: float = 0.05,
@@ -329,8 +342,8 @@ def compare(
     deterministic: bool = False,
     cluster: str | None = None,
     jobs: int | None = None,
-    resources: dict[str, Any] | None = None,
-    progress: Callable[[Any], None] | None = None,
+    resources: Mapping[str, object] | None = None,
+    progress: Progress | None = None,
 ) -> Comparison:
     """Compare ``algorithm`` on several backends on in-memory ``data = (X, y)`` (y may be None).
 
@@ -344,9 +357,6 @@ def compare(
     the resource flags do (:func:`accelml.executors.arguments.cluster_settings`); on a
     cluster, job and worker counts are printed to stderr unless ``progress`` is given.
     """
-    from accelml.executors.arguments import cluster_settings, progress_for
-    from accelml.spec.load import load_spec_text
-
     algorithms = [algorithm] if isinstance(algorithm, str) else list(algorithm)
     if isinstance(backends, str):
         backends = [backends]

@@ -16,21 +16,39 @@ existing baseline file has), and exits 0. The baseline is indented JSON, for rev
     python -m accelml check experiments/smoke.toml --baseline repro-baseline.json
     python -m accelml check --run 20261126T051502-3fa9c1 --baseline repro-baseline.json
 
-``--deterministic`` runs the spec in deterministic mode
-(:func:`accelml.runner.determinism.deterministic_experiment`): a seed is filled in wherever a
-case leaves ``random_state`` unset (which changes those cases' ids), keras cases train with
-TF op determinism, and every case process gets ``PYTHONHASHSEED``, the TF/cuDNN/XLA
-determinism variables and ``HOROVOD_FUSION_THRESHOLD=0``.
+``--deterministic`` runs the spec in deterministic mode, as the spec's ``deterministic =
+true`` does (``run_experiment(deterministic=True)``, :func:`accelml.compare.plan_run`): a
+seed is filled in wherever a case leaves ``random_state`` unset (which changes those cases'
+ids), keras cases train with TF op determinism, every case process gets ``PYTHONHASHSEED``,
+the TF/cuDNN/XLA determinism variables and ``HOROVOD_FUSION_THRESHOLD=0``, and the run is
+stored as deterministic. This process's own environment is left as it is.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from pathlib import Path
+
+from accelml.cases import Experiment
+from accelml.compare import run_experiment
+from accelml.errors import AccelmlError, SpecError
+from accelml.executors.config import ClusterSettings
+from accelml.report.baseline import (
+    DEFAULT_INLINE_LIMIT,
+    Baseline,
+    check_run,
+    make_baseline,
+)
+from accelml.results.records import CaseResult
+from accelml.results.store import ResultsStore
+from accelml.spec.load import load_spec
 
 HELP = "check that a spec (or stored run) still gives the answers of a committed baseline"
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", default=None,
                         help="experiment spec (TOML) to run; leave out with --run")
     parser.add_argument("--baseline", required=True, metavar="FILE",
@@ -55,59 +73,36 @@ def add_arguments(parser) -> None:
                         help="print the check's outcome as JSON instead of the table")
 
 
-def _run_spec(args, store) -> str:
-    from types import SimpleNamespace
+def _run_spec(args: argparse.Namespace, experiment: Experiment, store: ResultsStore) -> str:
+    settings = None if args.jobs is None else ClusterSettings(kind="local", jobs=args.jobs)
 
-    from accelml.compare import run_experiment
-    from accelml.spec.load import load_spec
-
-    experiment = load_spec(args.spec)
-    if args.deterministic:
-        import os
-
-        from accelml.runner.determinism import deterministic_experiment
-
-        experiment, environment = deterministic_experiment(experiment)
-        os.environ.update(environment)          # inherited by every case process
-    settings = None
-    if args.jobs is not None:
-        from accelml.errors import SpecError
-
-        if args.jobs < 1:
-            raise SpecError(f"--jobs {args.jobs}: expected an integer >= 1")
-        settings = SimpleNamespace(kind="local", jobs=args.jobs)
-
-    def on_result(result, done: int, total: int) -> None:
+    def on_result(result: CaseResult, done: int, total: int) -> None:
         status = "ok" if result.ok else f"FAILED: {result.reason}"
         print(f"[{done}/{total}] {result.algorithm} {result.backend}/{result.device} "
               f"on {result.dataset}: {status}", file=sys.stderr)
 
     run = run_experiment(experiment, store, settings=settings, cache_dir=args.cache_dir,
-                         on_result=on_result)
+                         on_result=on_result, deterministic=args.deterministic)
     print(f"accelml check: ran {run.planned_cases} case(s) as run {run.run_id} "
           f"in {store.directory}", file=sys.stderr)
     return run.run_id
 
 
-def run(args) -> int:
-    import json
-    from pathlib import Path
-
-    from accelml.errors import AccelmlError, SpecError
-    from accelml.report.baseline import DEFAULT_INLINE_LIMIT, Baseline, check_run, make_baseline
-    from accelml.results.store import ResultsStore
-
+def run(args: argparse.Namespace) -> int:
     if (args.spec is None) == (args.run_id is None):
         raise SpecError("give either SPEC (to run it) or --run RUN_ID (a stored run), not "
                         + ("both" if args.spec else "neither"))
     if args.deterministic and args.spec is None:
         raise SpecError("--deterministic applies to running a SPEC, not to a stored --run")
+    if args.jobs is not None and args.jobs < 1:
+        raise SpecError(f"--jobs {args.jobs}: expected an integer >= 1")
     if args.inline_limit is not None and args.inline_limit < 0:
         raise SpecError(f"--inline-limit {args.inline_limit}: expected an integer >= 0")
     baseline_path = Path(args.baseline)
-    baseline = None
-    if not args.update_baseline or baseline_path.exists():
-        baseline = Baseline.read(baseline_path)          # SpecError (exit 2) when it is not one
+    # Read before anything runs: a file that is not a baseline is a SpecError (exit 2).
+    against = None if args.update_baseline else Baseline.read(baseline_path)
+    previous = Baseline.read(baseline_path) if args.update_baseline and baseline_path.exists() \
+        else None          # --update-baseline keeps an existing file's tolerances
     if args.run_id is not None:
         try:
             store = ResultsStore(args.results_dir, create=False)
@@ -117,18 +112,19 @@ def run(args) -> int:
         except AccelmlError as error:
             raise SpecError(str(error)) from None
     else:
+        experiment = load_spec(args.spec)      # a bad spec stops here: nothing is written
         store = ResultsStore(args.results_dir)
-        run_id = _run_spec(args, store)
-    if args.update_baseline:
+        run_id = _run_spec(args, experiment, store)
+    if against is None:
         limit = args.inline_limit if args.inline_limit is not None else (
-            baseline.inline_limit if baseline is not None else DEFAULT_INLINE_LIMIT)
-        made = make_baseline(store, run_id, inline_limit=limit, previous=baseline)
+            previous.inline_limit if previous is not None else DEFAULT_INLINE_LIMIT)
+        made = make_baseline(store, run_id, inline_limit=limit, previous=previous)
         made.write(baseline_path)
         failed = [case for case in made.cases if case.data["status"] != "ok"]
         print(f"accelml check: wrote {baseline_path} from run {run_id}: {len(made.cases)} case(s)"
               + (f", {len(failed)} of them failed (they are kept as failed)" if failed else ""))
         return 0
-    report = check_run(store, run_id, baseline)
+    report = check_run(store, run_id, against)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, default=str))
     else:

@@ -15,15 +15,39 @@ in the spec) runs in deterministic mode (:mod:`accelml.runner.determinism`).
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from pathlib import Path
 
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from accelml.cases import Experiment
+from accelml.compare import Comparison, plan_run, run_experiment
 from accelml.executors import ensure_available
-from accelml.executors.arguments import progress_for
+from accelml.executors.arguments import (
+    add_cluster_arguments,
+    progress_for,
+    settings_from_args,
+)
+from accelml.report.table import json_clean, legend, rich_table, to_json
+from accelml.results.records import CaseResult, RunRecord
+from accelml.results.store import ResultsStore
+from accelml.spec.load import load_spec, load_spec_text
 
 HELP = "run an experiment spec (default: the embedded one) and print the comparison table"
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", default=None,
                         help="experiment spec (TOML); default: the embedded default spec, "
                              "or with --resume the spec stored with that run")
@@ -45,84 +69,62 @@ def add_arguments(parser) -> None:
                         help="run in deterministic mode: seeds filled in where unset (changes "
                              "those case ids), TF op determinism, Horovod fusion off, "
                              "PYTHONHASHSEED (as the spec's deterministic = true)")
-    from accelml.executors.arguments import add_cluster_arguments
-
     add_cluster_arguments(parser)   # --cluster, --jobs, --cluster-config and job resources
 
 
-def _experiment(args):
-    from pathlib import Path
-
-    from accelml.spec.load import load_spec, load_spec_text
-
-    if args.resume is not None and args.spec is None:
-        from accelml.results.store import ResultsStore
-
-        store = ResultsStore(args.results_dir, create=False)
-        run = store.get_run(args.resume)
-        base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \
-            else Path.cwd()
-        return load_spec_text(run.spec_text, run.spec_path or f"<run {run.run_id}>", base)
-    return load_spec(args.spec)
+def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]:
+    """The spec to run (with ``--resume`` and no SPEC: the one stored with the run), and the
+    run being resumed."""
+    if args.resume is None:
+        return load_spec(args.spec), None
+    run = ResultsStore(args.results_dir, create=False).get_run(args.resume)
+    if args.spec is not None:
+        return load_spec(args.spec), run
+    base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \
+        else Path.cwd()
+    return load_spec_text(run.spec_text, run.spec_path or f"<run {run.run_id}>", base), run
 
 
-def _settings(args, experiment):
-    from accelml.executors.arguments import settings_from_args
-
-    return settings_from_args(args, experiment)
-
-
-def _print_plan(experiment) -> None:
+def _print_plan(experiment: Experiment) -> None:
     print(f"{experiment.path}: {len(experiment.cases)} case(s), reference "
           f"{experiment.reference or '-'}")
     for case in experiment.cases:
         print(f"  {case.case_id}  {case.label}")
 
 
-def run(args) -> int:
-    from rich.console import Console
-
-    from accelml.compare import Comparison, run_experiment
-    from accelml.report.table import json_clean, legend, rich_table, to_json
-    from accelml.results.store import ResultsStore
-
-    experiment = _experiment(args)
-    if args.deterministic:
-        from accelml.compare import deterministic_mode
-
-        experiment = deterministic_mode(experiment)[0]
-    settings = _settings(args, experiment)
+def run(args: argparse.Namespace) -> int:
+    experiment, resumed = _experiment(args)
+    settings = settings_from_args(args, experiment)
     if args.dry_run:
-        _print_plan(experiment)
+        # The cases as run_experiment would run them (seeded in deterministic mode).
+        _print_plan(plan_run(experiment, deterministic=args.deterministic, resumed=resumed).experiment)
         return 0
     ensure_available(settings)   # before anything is written
     err = Console(stderr=True, highlight=False)
     store = ResultsStore(args.results_dir)
-    progress_bar = None
-    task_id = None
+    progress_bar: Progress | None = None
+    task_id: TaskID | None = None
     show_progress = not args.no_progress and err.is_terminal
-    state = {"run": None}
+    state: dict[str, RunRecord] = {}
 
-    def on_plan(run, pending: int) -> None:
+    def on_plan(run: RunRecord, pending: int) -> None:
         nonlocal progress_bar, task_id
         state["run"] = run
         verb = "resuming" if args.resume else "run"
         err.print(f"accelml compare: {verb} {run.run_id}: {pending} case(s) to run "
                   f"of {run.planned_cases}; results in {store.directory}")
         if show_progress and pending:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
             progress_bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                                     transient=True)
             progress_bar.start()
             task_id = progress_bar.add_task("cases", total=pending)
 
-    def on_result(result, done: int, total: int) -> None:
+    def on_result(result: CaseResult, done: int, total: int) -> None:
         status = "ok" if result.ok else f"FAILED ({result.failure.value}): {result.reason}"
         line = (f"[{done}/{total}] {result.algorithm} {result.backend}/{result.device}"
                 f" on {result.dataset}: {status}")
-        if progress_bar is not None:
+        if progress_bar is not None and task_id is not None:
             progress_bar.update(task_id, advance=1)
             progress_bar.console.print(line)
         elif not args.no_progress:
@@ -132,9 +134,9 @@ def run(args) -> int:
         cluster_progress = None if args.no_progress else progress_for(settings)
         run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
                                     cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
-                                    progress=cluster_progress)
+                                    progress=cluster_progress, deterministic=args.deterministic)
     except KeyboardInterrupt:
-        if state["run"] is not None:
+        if "run" in state:
             err.print(f"accelml compare: interrupted; finish it with "
                       f"--resume {state['run'].run_id} --results-dir {store.directory}")
         raise
@@ -146,14 +148,10 @@ def run(args) -> int:
     rows = comparison.rows(reference)
     matrix = comparison.agreement_matrix(reference)
     if args.json:
-        import json
-
         document = to_json(comparison.run, list(comparison.results), rows)
         document["agreement_matrix"] = json_clean(matrix.to_dict())
         print(json.dumps(document, indent=1, default=str))
     else:
-        from rich.markup import escape
-
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
         out.print(rich_table(rows, title=f"{experiment.name}: run {run_record.run_id}"))
         out.print(legend(rows))

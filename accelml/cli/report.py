@@ -11,12 +11,19 @@ Exit code 0 when the report was written, 1 when a run cannot be found or read.
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from accelml.report.render import load_report
 
 HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID",
                         help="run id, a unique prefix of one, or 'latest' (default)")
     parser.add_argument("--results-dir", default=None, metavar="DIR",
@@ -42,14 +49,10 @@ def add_arguments(parser) -> None:
                         help="print only the paths written, not the report")
 
 
-def run(args) -> int:
-    from rich.console import Console
-
-    from accelml.report.render import load_report
-
+def run(args: argparse.Namespace) -> int:
     report = load_report(args.run_id, args.results_dir, reference=args.reference,
                          against=args.against, against_dir=args.against_dir)
-    written = []
+    written: list[tuple[str, Path]] = []
     if args.html:
         written.append(("HTML report", report.write_html(args.html)))
     if args.plots:
@@ -62,8 +65,6 @@ def run(args) -> int:
         written.append(("JSON", report.write_json(args.json)))
 
     if json_to_stdout:
-        import json
-
         print(json.dumps(report.to_dict(), indent=1, allow_nan=False))
     elif not args.quiet:
         out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)

@@ -8,16 +8,18 @@ or to standard output.
 
 from __future__ import annotations
 
+import argparse
+
+from accelml.runner.worker import main
+
 HELP = "run one case in this process (JSON in, JSON out); used by compare for isolation"
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="the case payload (JSON) written by the client")
     parser.add_argument("--output", "-o", default=None,
                         help="where to write the result JSON (default: standard output)")
 
 
-def run(args) -> int:
-    from accelml.runner.worker import main
-
+def run(args: argparse.Namespace) -> int:
     return main(args.input, args.output)

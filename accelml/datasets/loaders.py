@@ -1,34 +1,64 @@
 """Where data comes from: generators, sklearn's shipped sets, files, Keras and OpenML.
 
-Each loader returns ``(X, y, task)`` or, for sets that come split (Keras), the four arrays.
-No loader touches the network unless the spec asks for a Keras/OpenML set *without* a
-``path``; with ``path`` they read the local copy (the layout those libraries download).
+Each loader returns ``(X, y, task)`` or, for sets that come split (Keras, generated images),
+the four arrays. No loader touches the network unless the spec asks for a Keras/OpenML set
+*without* a ``path``; with ``path`` they read the local copy (the layout those libraries
+download).
+
+This module owns the names each source offers: :data:`GENERATORS`, :data:`SHIPPED_TASKS`,
+:data:`KERAS_CLASSES` and :data:`FILE_FORMATS`. The spec's validation reads them (through
+:data:`accelml.datasets.registry.NAMED_SOURCES`), and so does the deep-learning input
+(:mod:`accelml.dl.data`), so what validates is what loads.
 
 >>> X, y, task = generated("blobs", n_samples=10, n_features=2, centers=2, seed=0)
 >>> X.shape, task
 ((10, 2), 'classification')
+>>> sorted(KERAS_CLASSES.items())
+[('cifar10', 10), ('cifar100', 100), ('fashion_mnist', 10), ('mnist', 10)]
 """
 
 from __future__ import annotations
 
 import gzip
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from accelml.errors import AccelmlError
 
-SHIPPED_TASKS = {
+SHIPPED_TASKS: Mapping[str, str] = MappingProxyType({
     "digits": "classification",
     "breast_cancer": "classification",
     "wine": "classification",
     "iris": "classification",
     "diabetes": "regression",
-}
-GENERATOR_TASKS = {"classification": "classification", "regression": "regression",
-                   "blobs": "classification"}
+})
+"""The small sets that ship inside scikit-learn (``sklearn.datasets.load_<name>``), by task."""
+
+GENERATOR_TASKS: Mapping[str, str] = MappingProxyType({
+    "classification": "classification", "regression": "regression", "blobs": "classification"})
+"""Generators of tabular data (scikit-learn's ``make_<name>``), by task."""
+
+IMAGE_GENERATOR = "images"
+"""The generator of learnable synthetic uint8 images (:func:`generated_images`), for keras cases."""
+
+GENERATORS: tuple[str, ...] = (*GENERATOR_TASKS, IMAGE_GENERATOR)
+"""Every ``generator`` a generated dataset may name."""
+
+KERAS_CLASSES: Mapping[str, int] = MappingProxyType({
+    "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100})
+"""The Keras image classification sets (``keras.datasets.<name>``), with their class counts."""
+
+FILE_FORMATS = (".npz", ".csv", ".parquet")
+"""File types a ``file`` dataset may be (OpenML's local copies may also be ``.arff``)."""
+
+KERAS_FOLDERS: Mapping[str, str] = MappingProxyType({
+    "cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"})
+"""Folders Keras unpacks its CIFAR downloads into; a ``path`` may name the folder above them."""
 
 
 def generated(generator: str, *, n_samples: int = 1000, n_features: int = 20,
@@ -54,12 +84,42 @@ def generated(generator: str, *, n_samples: int = 1000, n_features: int = 20,
     elif generator == "blobs":
         X, y = datasets.make_blobs(n_samples=n_samples, n_features=n_features, centers=centers,
                                    cluster_std=cluster_std, random_state=seed)
-    elif generator == "images":
-        raise AccelmlError("generator 'images' draws image data for keras cases only; "
-                           "use classification, regression or blobs for this algorithm")
+    elif generator == IMAGE_GENERATOR:
+        raise AccelmlError(f"generator {IMAGE_GENERATOR!r} draws image data for keras cases only; "
+                           f"use {', '.join(GENERATOR_TASKS)} for this algorithm")
     else:
-        raise AccelmlError(f"unknown generator {generator!r}")
+        raise AccelmlError(f"unknown generator {generator!r}; allowed: {', '.join(GENERATORS)}")
     return X, y, GENERATOR_TASKS[generator]
+
+
+def generated_images(samples: int = 2048, test_samples: int = 512, size: int = 32,
+                     channels: int = 3, classes: int = 10, seed: int = 0
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x_train, y_train, x_test, y_test) of learnable synthetic images: one smooth random
+    pattern per class, blended 3:2 with uniform noise; uint8 images (N, size, size,
+    channels), int32 labels.
+
+    >>> x_train, y_train, x_test, y_test = generated_images(64, 16, size=16)
+    >>> x_train.shape, x_train.dtype, y_test.shape
+    ((64, 16, 16, 3), dtype('uint8'), (16,))
+    """
+    rng = np.random.default_rng(seed)
+    coarse = rng.uniform(0, 255, size=(classes, 4, 4, channels))
+    reps = -(-size // 4)
+    patterns = np.kron(coarse, np.ones((1, reps, reps, 1)))[:, :size, :size, :].astype(np.uint16)
+
+    def draw(count: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = rng.integers(0, classes, size=count).astype(np.int32)
+        images = np.empty((count, size, size, channels), np.uint8)
+        for start in range(0, count, 1024):  # bounded scratch, also for 50k x 128x128
+            part = labels[start:start + 1024]
+            noise = rng.integers(0, 256, (len(part), size, size, channels), dtype=np.uint16)
+            images[start:start + 1024] = (3 * patterns[part] + 2 * noise) // 5
+        return images, labels
+
+    x_train, y_train = draw(samples)
+    x_test, y_test = draw(test_samples)
+    return x_train, y_train, x_test, y_test
 
 
 def shipped(name: str) -> tuple[np.ndarray, np.ndarray, str]:
@@ -123,7 +183,7 @@ def from_file(path: str, *, target: str | None = None, x_key: str = "X",
                     frame[column] = frame[column].str.decode("utf-8")
             target = target or frame.columns[-1]
         else:
-            raise AccelmlError(f"{file}: unsupported file type {suffix!r} (.npz, .csv, .parquet)")
+            raise AccelmlError(f"{file}: unsupported file type {suffix!r} ({', '.join(FILE_FORMATS)})")
     except (OSError, ValueError) as error:
         raise AccelmlError(f"{file}: cannot read: {error}") from None
     return _frame_to_arrays(frame, target, str(file))
@@ -139,58 +199,82 @@ def _read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(content, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
-def keras_dataset(name: str, path: str | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x_train, y_train, x_test, y_test) of a Keras dataset.
+def _idx_pair(folder: Path, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images and labels of one split of an MNIST-layout folder (``train`` or ``t10k``)."""
+    def find(stem: str) -> Path:
+        for candidate in (folder / f"{stem}.gz", folder / stem):
+            if candidate.exists():
+                return candidate
+        raise AccelmlError(f"{folder}: no {stem}(.gz)")
 
-    ``path`` is a local copy in the layout Keras downloads: ``mnist.npz`` (arrays x_train,
-    y_train, x_test, y_test; any set may use this form), a Fashion-MNIST folder with the four
-    ``*-idx?-ubyte.gz`` files, or the ``cifar-10-batches-py`` folder. Without ``path`` it calls
-    ``keras.datasets.<name>.load_data()``, which downloads into ``~/.keras/datasets``.
-    """
-    if path is None:
-        try:
-            import keras
+    return (_read_idx(find(f"{prefix}-images-idx3-ubyte")),
+            _read_idx(find(f"{prefix}-labels-idx1-ubyte")))
 
-            (x_train, y_train), (x_test, y_test) = getattr(keras.datasets, name).load_data()
-        except Exception as error:  # the download or the import failed; say which set and why
-            raise AccelmlError(f"keras dataset {name!r} could not be loaded ({error}); "
-                               "give path = a local copy") from None
-        return x_train, y_train, x_test, y_test
-    location = Path(path)
+
+def _cifar_batch(file: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One pickled CIFAR batch: images (N, 32, 32, 3) uint8 and labels (CIFAR-100: fine)."""
+    with open(file, "rb") as handle:
+        data = pickle.load(handle, encoding="bytes")  # the format CIFAR ships in
+    labels = data.get(b"labels", data.get(b"fine_labels"))
+    if labels is None or b"data" not in data:
+        raise AccelmlError(f"{file}: not a CIFAR batch (no data / labels)")
+    images = np.asarray(data[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+    return images.transpose(0, 2, 3, 1), np.asarray(labels)
+
+
+def _local_copy(name: str, location: Path
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Read a local copy, recognised by its layout (see :func:`keras_dataset`)."""
+    if not location.exists():
+        raise AccelmlError(f"{location}: not found (a local copy of keras dataset {name!r})")
     if location.is_file() and location.suffix == ".npz":
         with np.load(location, allow_pickle=False) as archive:
             missing = {"x_train", "y_train", "x_test", "y_test"} - set(archive.files)
             if missing:
-                raise AccelmlError(f"{location}: missing arrays {', '.join(sorted(missing))}")
+                raise AccelmlError(f"{location}: lacks array(s) {', '.join(sorted(missing))}")
             return (archive["x_train"], archive["y_train"], archive["x_test"], archive["y_test"])
-    if location.is_dir() and name in ("mnist", "fashion_mnist"):
-        def find(stem: str) -> Path:
-            for candidate in (location / f"{stem}.gz", location / stem):
-                if candidate.exists():
-                    return candidate
-            raise AccelmlError(f"{location}: no {stem}(.gz)")
-
-        return (_read_idx(find("train-images-idx3-ubyte")), _read_idx(find("train-labels-idx1-ubyte")),
-                _read_idx(find("t10k-images-idx3-ubyte")), _read_idx(find("t10k-labels-idx1-ubyte")))
-    if location.is_dir() and name in ("cifar10", "cifar100"):
-        def batch(file: Path) -> tuple[np.ndarray, np.ndarray]:
-            with open(file, "rb") as handle:
-                data = pickle.load(handle, encoding="bytes")  # the format CIFAR ships in
-            labels = data.get(b"labels", data.get(b"fine_labels"))
-            images = np.asarray(data[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-            return images.transpose(0, 2, 3, 1), np.asarray(labels)
-
-        train_files = sorted(location.glob("data_batch_*")) or [location / "train"]
-        parts = [batch(file) for file in train_files if file.exists()]
-        test_file = location / "test_batch" if (location / "test_batch").exists() else location / "test"
-        if not parts or not test_file.exists():
-            raise AccelmlError(f"{location}: not a CIFAR python folder (data_batch_*, test_batch)")
-        x_test, y_test = batch(test_file)
-        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                x_test, y_test)
+    if location.is_dir():
+        if name in KERAS_FOLDERS and (location / KERAS_FOLDERS[name]).is_dir():
+            location = location / KERAS_FOLDERS[name]
+        if any(location.glob("train-images-idx3-ubyte*")):
+            return (*_idx_pair(location, "train"), *_idx_pair(location, "t10k"))
+        train_files = sorted(location.glob("data_batch_*")) or \
+            [file for file in (location / "train",) if file.is_file()]
+        test_file = next((file for file in (location / "test_batch", location / "test")
+                          if file.is_file()), None)
+        if train_files and test_file is not None:
+            parts = [_cifar_batch(file) for file in train_files]
+            x_test, y_test = _cifar_batch(test_file)
+            return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                    x_test, y_test)
     raise AccelmlError(f"{location}: not a local copy of keras dataset {name!r} "
-                       "(an .npz with x_train/y_train/x_test/y_test, or the folder Keras downloads)")
+                       "(an .npz with x_train/y_train/x_test/y_test, or the folder Keras "
+                       "downloads: MNIST-layout idx files, or CIFAR batches)")
+
+
+def keras_dataset(name: str, path: str | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x_train, y_train, x_test, y_test) of a Keras dataset (one of :data:`KERAS_CLASSES`).
+
+    ``path`` is a local copy in the layout Keras downloads: an ``.npz`` with arrays x_train,
+    y_train, x_test, y_test (the form of ``mnist.npz``; any set may use it), a folder with
+    the four ``*-idx?-ubyte(.gz)`` files (MNIST, Fashion-MNIST), or a CIFAR folder
+    (``cifar-10-batches-py``: ``data_batch_*`` and ``test_batch``; ``cifar-100-python``:
+    ``train`` and ``test``, fine labels) or the folder above it. Without ``path`` it calls
+    ``keras.datasets.<name>.load_data()``, which downloads into ``~/.keras/datasets``.
+    """
+    if name not in KERAS_CLASSES:
+        raise AccelmlError(f"unknown keras dataset {name!r}; allowed: {', '.join(KERAS_CLASSES)}")
+    if path is not None:
+        return _local_copy(name, Path(path))
+    try:
+        import keras
+
+        (x_train, y_train), (x_test, y_test) = getattr(keras.datasets, name).load_data()
+    except Exception as error:  # the download or the import failed; say which set and why
+        raise AccelmlError(f"keras dataset {name!r} could not be loaded ({error}); "
+                           "give path = a local copy") from None
+    return x_train, y_train, x_test, y_test
 
 
 def openml(*, name: str | None = None, data_id: int | None = None, version: int | None = None,

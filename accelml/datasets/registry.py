@@ -20,18 +20,43 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
+from accelml.cases import canonical_json
 from accelml.datasets import loaders
 from accelml.errors import AccelmlError
-from accelml.cases import canonical_json
 from accelml.results.records import DatasetInfo
 
 CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class NamedSource:
+    """A source whose datasets are picked by name: the option that names one (``key``), the
+    names its loader offers, and what a name is called in messages."""
+
+    key: str
+    names: tuple[str, ...]
+    what: str
+
+
+NAMED_SOURCES: Mapping[str, NamedSource] = MappingProxyType({
+    "generated": NamedSource("generator", loaders.GENERATORS, "generator"),
+    "shipped": NamedSource("name", tuple(loaders.SHIPPED_TASKS), "shipped dataset"),
+    "keras": NamedSource("name", tuple(loaders.KERAS_CLASSES), "keras dataset"),
+})
+"""source -> the names its loader offers; the spec's validation reads this, so a name that
+validates is one the loader loads.
+
+>>> NAMED_SOURCES["keras"].names
+('mnist', 'fashion_mnist', 'cifar10', 'cifar100')
+"""
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,7 +82,7 @@ def default_cache_dir() -> Path:
 def dataset_task(source: str, options: Mapping[str, Any]) -> str | None:
     """The task a dataset serves, when its definition says (None: only known after loading)."""
     if "task" in options:
-        return options["task"]
+        return str(options["task"])
     if source == "generated":
         return loaders.GENERATOR_TASKS.get(options.get("generator", ""))
     if source == "shipped":
@@ -129,6 +154,8 @@ def _load_raw(source: str, options: Mapping[str, Any]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, str]:
     seed = options.get("seed", 0)
     test_size = options.get("test_size", 0.25)
+    X: np.ndarray
+    y: np.ndarray | None
     if source == "keras":
         x_train, y_train, x_test, y_test = loaders.keras_dataset(options["name"], options.get("path"))
         if options.get("train_samples"):
@@ -162,9 +189,8 @@ def _load_raw(source: str, options: Mapping[str, Any]
     else:
         raise AccelmlError(f"unknown dataset source {source!r}")
     task = options.get("task", task)
-    X_train, X_test, y_train, y_test = _split(np.asarray(X), None if y is None else np.asarray(y),
-                                              test_size, seed, task)
-    return X_train, X_test, y_train, y_test, task
+    return (*_split(np.asarray(X), None if y is None else np.asarray(y), test_size, seed, task),
+            task)
 
 
 def _guess_task(y: np.ndarray) -> str:
@@ -185,7 +211,7 @@ def _write_cache(path: Path, arrays: dict[str, np.ndarray], task: str) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
     os.close(handle)
     try:
-        np.savez(temporary, task=np.array(task), **arrays)
+        np.savez(temporary, allow_pickle=False, task=np.array(task), **arrays)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -214,7 +240,7 @@ def load_dataset(name: str, source: str, options: Mapping[str, Any],
     if task is None:
         X_train, X_test, y_train, y_test, task = _load_raw(source, options)
         arrays = {"X_train": X_train, "X_test": X_test}
-        if y_train is not None:
+        if y_train is not None and y_test is not None:
             arrays.update(y_train=y_train, y_test=y_test)
         try:
             _write_cache(entry, arrays, task)

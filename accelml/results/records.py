@@ -52,10 +52,11 @@ import json
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from accelml.cases import JSONScalar, canonical_json
+from accelml.cases import Case, JSONScalar, canonical_json
 
 SCHEMA_VERSION = 1
 
@@ -70,6 +71,15 @@ TIMER_NOISE_FLOOR_S = 0.001
 """Below this half-width (seconds) a median's interval counts as precise whatever its relative
 width: jitter of a millisecond is what the scheduler and the clock add to any call, so a
 +-5% target on a 2 ms predict would never be met and would only burn repeats."""
+
+
+def utc_now() -> str:
+    """Now as the records store it: ISO 8601, UTC, milliseconds.
+
+    >>> utc_now().endswith("+00:00") and len(utc_now()) == 29
+    True
+    """
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 class FailureKind(str, Enum):
@@ -98,7 +108,7 @@ def _check_schema(data: dict[str, Any], kind: str) -> None:
 
 def _binomial_cdf_half(k: int, n: int) -> float:
     """P(X <= k) for X ~ Binomial(n, 1/2)."""
-    return sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n
+    return float(sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n)
 
 
 def median_confidence_interval(
@@ -374,7 +384,9 @@ class EpochRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EpochRecord":
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        return cls(epoch=int(data["epoch"]), seconds=float(data["seconds"]),
+                   loss=float(data["loss"]), accuracy=data.get("accuracy"),
+                   val_loss=data.get("val_loss"), val_accuracy=data.get("val_accuracy"))
 
 
 @dataclass(frozen=True)
@@ -472,6 +484,37 @@ class CaseResult:
             raise ValueError(f"status must be 'ok' or 'failed', not {self.status!r}")
         if self.status == self.FAILED and not self.reason:
             raise ValueError("a failed case needs a reason")
+
+    @classmethod
+    def failed(cls, case: Case, run_id: str, failure: FailureKind, reason: str, *,
+               threads: int | None = None, attempts: int = 1, started_at: str = "",
+               wall_seconds: float | None = None, peak_host_memory_bytes: int | None = None,
+               timings: tuple[PhaseTiming, ...] = (), environment: Environment | None = None,
+               ) -> "CaseResult":
+        """The result of ``case`` that failed for ``reason`` (its first line is kept), finished now.
+
+        Every failed result is made here: by the case process for an exception, by the
+        client-side process watcher for a timeout, the memory limit or a dead process, and
+        by the client for a case its executor returned nothing for.
+
+        >>> from accelml.cases import DatasetSpec
+        >>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("blobs", "generated"))
+        >>> result = CaseResult.failed(case, "r1", FailureKind.TIMEOUT, "too slow\\nmore")
+        >>> result.status, result.failure.value, result.reason, result.case_id == case.case_id
+        ('failed', 'timeout', 'too slow', True)
+        """
+        if failure is FailureKind.NONE:
+            raise ValueError("a failed case needs a failure kind other than NONE")
+        lines = [line for line in reason.strip().splitlines() if line.strip()]
+        return cls(
+            run_id=run_id, case_id=case.case_id, algorithm=case.algorithm, backend=case.backend,
+            device=case.device, dataset=case.dataset.name, workers=case.workers,
+            strategy=case.strategy, params=case.params, status=cls.FAILED, failure=failure,
+            reason=lines[0].strip() if lines else "", timings=timings,
+            peak_host_memory_bytes=peak_host_memory_bytes, threads=threads,
+            environment=environment, started_at=started_at, finished_at=utc_now(),
+            wall_seconds=wall_seconds, attempts=attempts,
+        )
 
     @property
     def ok(self) -> bool:

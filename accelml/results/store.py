@@ -49,9 +49,9 @@ import io
 import os
 import sqlite3
 import tempfile
+from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -336,4 +336,5 @@ class ResultsStore:
         path = self._array_path(digest)
         if not path.exists():
             raise AccelmlError(f"array {digest[:12]} is not in {self.arrays_directory}")
-        return np.load(path, allow_pickle=False)
+        array: np.ndarray = np.load(path, allow_pickle=False)
+        return array

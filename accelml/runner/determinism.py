@@ -46,7 +46,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelml.cases import CaseLike, JSONScalar
+from accelml.cases import Case, CaseLike, Experiment, JSONScalar
 from accelml.expectations import algorithm_params, is_deep_learning, uses_horovod, uses_jax
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -168,7 +168,7 @@ def apply(case_or_settings: CaseLike | DeterministicSettings, *, tensorflow: boo
     return settings
 
 
-def deterministic_case(case: Any, seed: int | None = None) -> Any:
+def deterministic_case(case: Case, seed: int | None = None) -> Case:
     """A spec ``Case`` in deterministic mode: the seed filled into its params (so the case id
     records it); a keras case also gets ``deterministic = true`` and its ``seed`` as training
     keys, which ``accelml.dl`` honours in every rank. ``n_jobs`` is left to the runner, which
@@ -181,13 +181,15 @@ def deterministic_case(case: Any, seed: int | None = None) -> Any:
     return dataclasses.replace(case, params=tuple(sorted(params.items())))
 
 
-def deterministic_experiment(experiment: Any, seed: int | None = None
-                             ) -> tuple[Any, dict[str, str]]:
-    """An ``Experiment`` whose cases run in deterministic mode, and the environment the
-    client passes to every case process (``PYTHONHASHSEED``, TF/cuDNN/XLA determinism,
-    Horovod fusion off). Thread-count variables are left to the runner, which sets them per
-    case. The spec text (and its hash) is unchanged, so ``--resume`` keeps working as long
-    as the resumed run is deterministic too.
+def deterministic_experiment(experiment: Experiment, seed: int | None = None
+                             ) -> tuple[Experiment, dict[str, str]]:
+    """``experiment`` in deterministic mode (marked ``deterministic``, its cases seeded), and
+    the environment the client passes to every case process (``PYTHONHASHSEED``,
+    TF/cuDNN/XLA determinism, Horovod fusion off). Thread-count variables are left to the
+    runner, which sets them per case. The spec text (and its hash) is unchanged, so
+    ``--resume`` keeps working as long as the resumed run is deterministic too. Applying it
+    twice changes nothing. Runs get here only through
+    :func:`accelml.compare.plan_run` (``run_experiment(deterministic=...)``).
 
     >>> from accelml.spec.load import load_spec_text
     >>> spec = load_spec_text(
@@ -195,8 +197,10 @@ def deterministic_experiment(experiment: Any, seed: int | None = None
     ...     'algorithm = "random_forest_classifier"\\nbackend = "sklearn"\\ndataset = "d"\\n',
     ...     "inline.toml")
     >>> experiment, environment = deterministic_experiment(spec)
-    >>> dict(experiment.cases[0].params), environment["PYTHONHASHSEED"]
-    ({'random_state': 0}, '0')
+    >>> experiment.deterministic, dict(experiment.cases[0].params), environment["PYTHONHASHSEED"]
+    (True, {'random_state': 0}, '0')
+    >>> deterministic_experiment(experiment) == (experiment, environment)
+    True
     """
     cases = tuple(deterministic_case(case, seed) for case in experiment.cases)
     environment: dict[str, str] = {}
@@ -204,7 +208,7 @@ def deterministic_experiment(experiment: Any, seed: int | None = None
         settings = settings_for(case, seed=seed, threads=None)
         environment.update({name: value for name, value in settings.environment
                             if name not in THREAD_VARIABLES})
-    return dataclasses.replace(experiment, cases=cases), environment
+    return dataclasses.replace(experiment, cases=cases, deterministic=True), environment
 
 
 def apply_tensorflow(seed: int, threads: int | None = None) -> None:

@@ -31,6 +31,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from accelml.cases import Case
+from accelml.results.records import CaseResult, FailureKind, utc_now
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS")
@@ -55,11 +58,11 @@ class CaseTask:
     # What an executor reads to place the case (CaseNeeds.of_case):
     @property
     def case_id(self) -> str:
-        return self.case.get("case_id", "")
+        return str(self.case.get("case_id", ""))
 
     @property
     def device(self) -> str:
-        return self.case.get("device", "cpu")
+        return str(self.case.get("device", "cpu"))
 
     @property
     def workers(self) -> int:
@@ -111,7 +114,7 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def _kill_group(process: subprocess.Popen, wait: bool = True) -> None:
+def _kill_group(process: subprocess.Popen[bytes], wait: bool = True) -> None:
     """SIGKILL the case process and everything it started (e.g. the ranks of horovodrun)."""
     import psutil
 
@@ -132,47 +135,36 @@ def _kill_group(process: subprocess.Popen, wait: bool = True) -> None:
         process.wait()
 
 
-def _watch_memory(process: subprocess.Popen, time_limit: float, memory_limit_mb: int
-                  ) -> tuple[tuple[str, str] | None, int]:
+def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_limit_mb: int
+                  ) -> tuple[tuple[FailureKind, str] | None, int]:
     """Poll the process tree's resident memory; kill it over the limit or past the time limit."""
     started = time.monotonic()
     peak_rss = 0
     while process.poll() is None:
         if time.monotonic() - started > time_limit:
             _kill_group(process)
-            return ("timeout", f"exceeded its time limit of {time_limit:g} s"), peak_rss
+            return (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s"), peak_rss
         rss = _tree_rss(process.pid)
         peak_rss = max(peak_rss, rss)
         if rss > memory_limit_mb * 2**20:
             _kill_group(process)
-            return ("memory", f"used {rss / 2**20:.0f} MiB, over its memory limit of "
+            return (FailureKind.MEMORY, f"used {rss / 2**20:.0f} MiB, over its memory limit of "
                               f"{memory_limit_mb} MiB"), peak_rss
         time.sleep(MEMORY_POLL_SECONDS)
     return None, peak_rss
 
 
-def _failed(task: CaseTask, kind: str, reason: str, wall: float, started_at: str,
+def _failed(task: CaseTask, failure: FailureKind, reason: str, wall: float, started_at: str,
             peak_rss: int | None) -> dict[str, Any]:
-    from accelml.results.records import CaseResult, FailureKind
-    from accelml.runner.worker import utc_now
-    from accelml.cases import Case
-
-    case = Case.from_dict(task.case)
-    result = CaseResult(
-        run_id=task.run_id, case_id=case.case_id, algorithm=case.algorithm,
-        backend=case.backend, device=case.device, dataset=case.dataset.name,
-        workers=case.workers, strategy=case.strategy, params=case.params,
-        status=CaseResult.FAILED, failure=FailureKind(kind), reason=reason,
-        peak_host_memory_bytes=peak_rss or None, threads=task.threads,
-        started_at=started_at, finished_at=utc_now(), wall_seconds=wall, attempts=task.attempt,
-    )
+    result = CaseResult.failed(Case.from_dict(task.case), task.run_id, failure, reason,
+                               threads=task.threads, attempts=task.attempt,
+                               started_at=started_at, wall_seconds=wall,
+                               peak_host_memory_bytes=peak_rss or None)
     return {"result": result.to_dict(), "arrays": {}}
 
 
 def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
     """Run one case (a :class:`CaseTask` or its dict) in a fresh process; see the module docstring."""
-    from accelml.runner.worker import utc_now
-
     if isinstance(task, dict):
         task = CaseTask.from_dict(task)
     time_limit = float(task.case.get("time_limit_s") or 600.0)
@@ -206,7 +198,7 @@ def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
             )
             peak_rss = 0
-            verdict: tuple[str, str] | None = None
+            verdict: tuple[FailureKind, str] | None = None
             try:
                 if memory_limit_mb:
                     verdict, peak_rss = _watch_memory(process, time_limit, memory_limit_mb)
@@ -227,7 +219,7 @@ def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
                     finally:
                         timer.cancel()
                     if expired.is_set() and process.returncode != 0:
-                        verdict = ("timeout", f"exceeded its time limit of {time_limit:g} s")
+                        verdict = (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s")
             except BaseException:
                 _kill_group(process)
                 raise
@@ -239,15 +231,15 @@ def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
             last = tail.splitlines()[-1] if tail else ""
             code = process.returncode
             if code == -signal.SIGKILL:
-                return _failed(task, "memory", "killed by SIGKILL (most likely out of memory)",
+                return _failed(task, FailureKind.MEMORY, "killed by SIGKILL (most likely out of memory)",
                                wall, started_at, peak_rss)
             if code is not None and code < 0:
                 name = signal.Signals(-code).name
-                return _failed(task, "killed", f"killed by {name}" + (f": {last}" if last else ""),
+                return _failed(task, FailureKind.KILLED, f"killed by {name}" + (f": {last}" if last else ""),
                                wall, started_at, peak_rss)
-            return _failed(task, "killed", f"exited with code {code} without a result"
+            return _failed(task, FailureKind.KILLED, f"exited with code {code} without a result"
                            + (f": {last}" if last else ""), wall, started_at, peak_rss)
-        document = json.loads(output_path.read_text())
+        document: dict[str, Any] = json.loads(output_path.read_text())
         document["result"]["wall_seconds"] = wall
         arrays = {}
         for digest in document.get("arrays", []):

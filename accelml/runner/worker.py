@@ -27,23 +27,35 @@ import os
 import threading
 import time
 import traceback
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from accelml.errors import UnavailableError
-from accelml.results.records import CaseResult, FailureKind, Score
-from accelml.results.store import array_digest
+from accelml.cases import Case
+from accelml.datasets import load_dataset
+from accelml.errors import AccelmlError, UnavailableError
+from accelml.estimators import Estimator, task_of
+from accelml.results.records import (
+    ArrayRef,
+    CaseResult,
+    FailureKind,
+    PhaseTiming,
+    Score,
+    utc_now,
+)
+from accelml.results.store import array_digest, array_to_npy_bytes
+from accelml.runner.determinism import apply as apply_deterministic_mode
+from accelml.runner.environment import fingerprint
 from accelml.runner.hooks import MeasureContext, Measurements, measurer_for
-from accelml.runner.measure import GPUMemorySampler, host_copy, peak_host_memory_bytes, repeat_until_stable
+from accelml.runner.measure import (
+    GPUMemorySampler,
+    host_copy,
+    peak_host_memory_bytes,
+    repeat_until_stable,
+)
 
 PREDICT_METHOD = {"decomposition": "transform"}
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _one_line(error: BaseException) -> str:
@@ -98,9 +110,6 @@ def scores_for(task: str, estimator: Any, X_test: np.ndarray, y_test: np.ndarray
 def _build_estimator(case: Any, threads: int | None) -> Any:
     """The case's estimator, with ``n_jobs = threads`` when the algorithm takes n_jobs on this
     backend and the spec did not set it (the thread pools are limited in any case)."""
-    from accelml.errors import AccelmlError
-    from accelml.estimators import Estimator
-
     params = case.params_dict
     if threads is not None and "n_jobs" not in params:
         try:
@@ -115,14 +124,10 @@ def measure_estimator(case: Any, context: MeasureContext) -> Measurements:
     """Load the data, then warm up and repeat fit and predict of one estimator."""
     from sklearn.base import clone
 
-    from accelml.datasets import load_dataset
-
     started = time.perf_counter()
     data = load_dataset(case.dataset.name, case.dataset.source, dict(case.dataset.options),
                         cache_dir=context.cache_dir)
     load_seconds = time.perf_counter() - started
-    from accelml.estimators import task_of
-
     task = task_of(case.algorithm)    # the algorithm's task; the data may serve several
     template = _build_estimator(case, context.threads)
     fit_only = not any(hasattr(template, m) for m in ("predict", "transform"))
@@ -156,8 +161,6 @@ def measure_estimator(case: Any, context: MeasureContext) -> Measurements:
         target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
         max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
     )
-    from accelml.results.records import PhaseTiming
-
     estimator, predictions = state["estimator"], state["predictions"]
     y_eval = data.y_train if fit_only else data.y_test
     scores, extra = scores_for(task, estimator, data.X_train if fit_only else data.X_test,
@@ -188,8 +191,6 @@ def _watch_parent() -> None:
 
 def run_case(payload: dict[str, Any]) -> dict[str, Any]:
     """Run the case described by ``payload`` (see :mod:`accelml.runner.process`); never raises."""
-    from accelml.cases import Case
-
     ready = time.time()
     started_at = utc_now()
     case = Case.from_dict(payload["case"])
@@ -200,16 +201,8 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
         spent = max(0.0, ready - payload.get("spawned_at", ready))
         deadline = time.monotonic() + float(payload["time_limit_s"]) - spent
     context = MeasureContext(payload.get("cache_dir"), str(arrays_dir.parent), deadline, threads)
-    base: dict[str, Any] = dict(
-        run_id=payload["run_id"], case_id=case.case_id, algorithm=case.algorithm,
-        backend=case.backend, device=case.device, dataset=case.dataset.name,
-        workers=case.workers, strategy=case.strategy, params=case.params,
-        started_at=started_at, attempts=int(payload.get("attempt", 1)),
-    )
+    attempts = int(payload.get("attempt", 1))
     startup = max(0.0, ready - payload.get("spawned_at", ready))
-    from accelml.results.records import PhaseTiming
-    from accelml.runner.environment import fingerprint
-
     pools: tuple[tuple[str, int], ...] = ()
     stored: list[str] = []
     try:
@@ -218,9 +211,7 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
         if payload.get("deterministic"):
             # The client already set the environment (before any library was imported here);
             # this seeds Python's and NumPy's global generators.
-            from accelml.runner.determinism import apply
-
-            apply(case, threads=threads)
+            apply_deterministic_mode(case, threads=threads)
         measurer = measurer_for(case.backend) or measure_estimator
         with GPUMemorySampler() as gpu_memory:
             if threads is not None:
@@ -233,9 +224,6 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
                 pools = tuple((f"{p['internal_api']}", int(p["num_threads"]))
                               for p in threadpool_info())
         refs = []
-        from accelml.results.records import ArrayRef
-        from accelml.results.store import array_to_npy_bytes
-
         arrays_dir.mkdir(parents=True, exist_ok=True)
         for name, array in measured.arrays:
             array = np.ascontiguousarray(array)
@@ -245,7 +233,10 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
             stored.append(digest)
         task = measured.task or ("classification" if case.is_deep_learning else "")
         result = CaseResult(
-            **base, status=CaseResult.OK, task=task,
+            run_id=payload["run_id"], case_id=case.case_id, algorithm=case.algorithm,
+            backend=case.backend, device=case.device, dataset=case.dataset.name,
+            workers=case.workers, strategy=case.strategy, params=case.params,
+            started_at=started_at, attempts=attempts, status=CaseResult.OK, task=task,
             timings=(PhaseTiming.from_samples("startup", [startup]),) + measured.timings,
             repeats=measured.repeats, warmup=measured.warmup, scores=measured.scores,
             predictions=tuple(refs), repeat_prediction_digests=measured.repeat_prediction_digests,
@@ -265,11 +256,10 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
             raise
         else:
             kind = FailureKind.ERROR
-        result = CaseResult(
-            **base, status=CaseResult.FAILED, failure=kind, reason=_one_line(error),
-            timings=(PhaseTiming.from_samples("startup", [startup]),),
-            peak_host_memory_bytes=peak_host_memory_bytes(), threads=threads,
-            environment=fingerprint(threads), finished_at=utc_now(),
+        result = CaseResult.failed(
+            case, payload["run_id"], kind, _one_line(error), threads=threads, attempts=attempts,
+            started_at=started_at, timings=(PhaseTiming.from_samples("startup", [startup]),),
+            peak_host_memory_bytes=peak_host_memory_bytes(), environment=fingerprint(threads),
         )
         document = {"result": result.to_dict(), "arrays": [], "traceback": traceback.format_exc()}
     return document

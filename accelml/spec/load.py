@@ -53,15 +53,17 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import math
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accelml.errors import SpecError
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
+from accelml.datasets.loaders import FILE_FORMATS
+from accelml.datasets.registry import NAMED_SOURCES
+from accelml.errors import SpecError
 from accelml.estimators import BACKENDS
 from accelml.estimators import algorithms as algorithm_infos
 from accelml.spec.schema import (
@@ -72,12 +74,8 @@ from accelml.spec.schema import (
     DL_SHORTHANDS,
     DTYPES,
     EXPERIMENT_KEYS,
-    FILE_FORMATS,
-    GENERATORS,
-    KERAS_DATASETS,
     LAYOUTS,
     REPEAT_KEYS,
-    SHIPPED,
     TASKS,
 )
 
@@ -220,28 +218,23 @@ def _dataset(spec: _Spec, name: str, table: Any, base_dir: Path) -> DatasetSpec:
         spec.one_of(options["layout"], LAYOUTS, f"{where}.layout", "layout")
     if "test_size" in options and not 0 < options["test_size"] < 1:
         raise spec.error(f"{where}.test_size", f"expected a fraction in (0, 1), got {options['test_size']}")
+    named = NAMED_SOURCES.get(source)
+    if named is not None:
+        # The names come from the loaders: a name that validates is one that loads.
+        if named.key not in options:
+            raise spec.error(f"{where}.{named.key}", f"missing; allowed: {', '.join(named.names)}")
+        spec.one_of(options[named.key], named.names, f"{where}.{named.key}", named.what)
     if source == "generated":
-        if "generator" not in options:
-            raise spec.error(f"{where}.generator", f"missing; allowed: {', '.join(GENERATORS)}")
-        spec.one_of(options["generator"], GENERATORS, f"{where}.generator", "generator")
         n_samples = options.get("n_samples", 1000)
         if n_samples < 4:
             raise spec.error(f"{where}.n_samples", f"expected at least 4 samples, got {n_samples}")
         for key in ("n_features", "n_classes", "centers", "n_informative"):
             if key in options and options[key] < 1:
                 raise spec.error(f"{where}.{key}", f"expected an integer >= 1, got {options[key]}")
-    elif source == "shipped":
-        if "name" not in options:
-            raise spec.error(f"{where}.name", f"missing; allowed: {', '.join(SHIPPED)}")
-        spec.one_of(options["name"], SHIPPED, f"{where}.name", "shipped dataset")
-    elif source == "keras":
-        if "name" not in options:
-            raise spec.error(f"{where}.name", f"missing; allowed: {', '.join(KERAS_DATASETS)}")
-        spec.one_of(options["name"], KERAS_DATASETS, f"{where}.name", "keras dataset")
     elif source == "openml" and "name" not in options and "data_id" not in options:
         raise spec.error(where, "an openml dataset needs name or data_id")
     if source == "file" and "path" not in options:
-        raise spec.error(f"{where}.path", "missing; a .npz, .csv or .parquet file")
+        raise spec.error(f"{where}.path", f"missing; a file of type {', '.join(FILE_FORMATS)}")
     if "path" in options:
         path = Path(options["path"]).expanduser()
         if not path.is_absolute():
@@ -420,8 +413,8 @@ def _check_training(spec: _Spec, where: str, model: str, backend: str, device: s
                     strategy: str, dataset: DatasetSpec, params: dict[str, Any]) -> None:
     """Validate a keras case through the deep-learning package's own config, when it is there."""
     try:
-        from accelml.runner.hooks import training_config_dict
         from accelml.dl.config import TrainingConfig
+        from accelml.runner.hooks import training_config_dict
     except ImportError:
         return
     probe = Case(algorithm=model, backend=backend, device=device, dataset=dataset,
@@ -435,7 +428,9 @@ def _check_training(spec: _Spec, where: str, model: str, backend: str, device: s
 
 
 def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str) -> Experiment:
-    """Validate a parsed TOML document and expand its cases."""
+    """Validate a parsed TOML document and expand its cases, as the spec writes them:
+    ``deterministic = true`` is recorded in ``Experiment.deterministic`` and applied by the
+    run that runs it (:func:`accelml.compare.plan_run` fills in the seeds)."""
     spec = _Spec(source)
     spec.check_keys(document, EXPERIMENT_KEYS, "")
     datasets_table = document.get("datasets", {})
@@ -465,17 +460,11 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
     if cluster is not None:
         _check_cluster(spec, cluster)
     name = document.get("name") or Path(source).stem
-    experiment = Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
+    return Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
                       cases=tuple(cases), reference=reference,
                       description=document.get("description", ""),
                       cluster_json=canonical_json(cluster) if cluster is not None else "",
                       deterministic=document.get("deterministic", False))
-    if experiment.deterministic:
-        # Seeds are filled in now, so the case ids (and --dry-run) are those that will run.
-        from accelml.runner.determinism import deterministic_experiment
-
-        experiment = deterministic_experiment(experiment)[0]
-    return experiment
 
 
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:

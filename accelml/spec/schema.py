@@ -9,14 +9,10 @@ The records a spec becomes (:class:`~accelml.cases.Experiment`, :class:`~accelml
 
 from __future__ import annotations
 
-
 DEVICES = ("cpu", "cuda")
 DATASET_SOURCES = ("generated", "shipped", "file", "keras", "openml")
-GENERATORS = ("classification", "regression", "blobs", "images")
-"""``images`` draws learnable synthetic uint8 images for keras cases (``accelml.dl.data``)."""
-SHIPPED = ("digits", "breast_cancer", "wine", "diabetes", "iris")
-KERAS_DATASETS = ("mnist", "fashion_mnist", "cifar10", "cifar100")
-FILE_FORMATS = (".npz", ".csv", ".parquet")
+# The names each dataset source offers (generators, shipped and Keras sets, file types) are
+# the loaders' own: accelml.datasets.registry.NAMED_SOURCES and loaders.FILE_FORMATS.
 TASKS = ("classification", "regression", "clustering")
 DTYPES = ("float64", "float32")
 LAYOUTS = ("C", "F")

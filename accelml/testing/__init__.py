@@ -23,9 +23,17 @@ The pytest plugin (``pytest -p accelml.testing.plugin``, or ``pytest_plugins =
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+
+from accelml.cases import Case
+from accelml.report.repro import compare_arrays, value_differences
+from accelml.results.records import CaseResult
+from accelml.runner.worker import run_case
 
 __all__ = ["assert_equivalent", "assert_reproducible"]
 
@@ -35,8 +43,6 @@ _ALWAYS_RANDOM = ("kmeans", "random_forest_classifier", "random_forest_regressor
 
 
 def _describe_difference(path: str, a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> str:
-    from accelml.report.repro import value_differences
-
     diff = value_differences(a, b)
     a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
     close = np.isclose(b64, a64, rtol=rtol, atol=atol, equal_nan=True)
@@ -69,11 +75,13 @@ def _compare(path: str, a: Any, b: Any, rtol: float, atol: float, labels: str | 
         return
     if isinstance(a, (float, int, np.number)) and isinstance(b, (float, int, np.number)):
         a, b = np.asarray(a), np.asarray(b)
+    array_a: np.ndarray | None
+    array_b: np.ndarray | None
     try:
         array_a, array_b = np.asarray(a), np.asarray(b)
     except ValueError:
         array_a = array_b = None
-    if array_a is None or array_a.dtype == object or array_b.dtype == object:
+    if array_a is None or array_b is None or array_a.dtype == object or array_b.dtype == object:
         if isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) == len(b):
             for index, (item_a, item_b) in enumerate(zip(a, b)):
                 _compare(f"{path}[{index}]", item_a, item_b, rtol, atol, labels, min_agreement,
@@ -85,8 +93,6 @@ def _compare(path: str, a: Any, b: Any, rtol: float, atol: float, labels: str | 
         problems.append(f"{path}: shape {array_a.shape} vs {array_b.shape}")
         return
     if labels is not None or array_a.dtype.kind in "bUS" or array_b.dtype.kind in "bUS":
-        from accelml.report.repro import compare_arrays
-
         task = "clustering" if labels == "clusters" else "classification"
         measure = compare_arrays("labels", array_a, array_b, task=task)
         agreement = measure.label_agreement if measure.label_agreement is not None else 0.0
@@ -162,14 +168,8 @@ def _random_state_unset(estimator: Any) -> bool:
     return any(key.endswith("random_state") and value is None for key, value in params.items())
 
 
-def _assert_case_reproducible(case: Any, runs: int, require_seed: bool) -> None:
+def _assert_case_reproducible(case: Case, runs: int, require_seed: bool) -> None:
     """Run a spec case ``runs`` times through the runner (in this process) and compare."""
-    import tempfile
-    import time
-
-    from accelml.results.records import CaseResult
-    from accelml.runner.worker import run_case
-
     if require_seed and case.algorithm in _ALWAYS_RANDOM and case.params_dict.get("random_state") is None:
         raise AssertionError(f"case {case.label} leaves random_state unset: every run draws a "
                              "new seed; set it in params (or require_seed=False)")
@@ -213,9 +213,6 @@ def assert_reproducible(estimator_or_result: Any, X: Any = None, y: Any = None, 
     With ``require_seed`` an estimator or case whose ``random_state`` is unset fails at
     once: it cannot be expected to repeat itself.
     """
-    from accelml.results.records import CaseResult
-    from accelml.cases import Case
-
     if isinstance(estimator_or_result, Case):
         _assert_case_reproducible(estimator_or_result, repeats, require_seed)
         return

@@ -28,16 +28,19 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from accelml.cases import CaseLike
+from accelml.runner.determinism import DeterministicSettings, settings_for
 from accelml.testing import assert_equivalent as _assert_equivalent
 from accelml.testing import assert_reproducible as _assert_reproducible
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("accelml", "accelml reproducibility")
     group.addoption("--accelml-repeats", type=int, default=2, metavar="N",
                     help="fits compared by the assert_reproducible fixture (default 2)")
@@ -46,7 +49,7 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture
-def assert_reproducible(request):
+def assert_reproducible(request: pytest.FixtureRequest) -> Callable[..., None]:
     """``assert_reproducible(estimator, X, y, ...)`` with the command line's repeat count."""
     repeats = request.config.getoption("--accelml-repeats")
     if repeats < 2:
@@ -55,16 +58,15 @@ def assert_reproducible(request):
 
 
 @pytest.fixture
-def assert_equivalent():
+def assert_equivalent() -> Callable[..., None]:
     """``assert_equivalent(a, b, rtol=..., atol=...)``."""
     return _assert_equivalent
 
 
 @pytest.fixture
-def accelml_deterministic(request, monkeypatch):
+def accelml_deterministic(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+                          ) -> Iterator[Callable[..., DeterministicSettings]]:
     """Deterministic mode for one test; the environment and global seeds are restored after."""
-    from accelml.runner.determinism import settings_for
-
     seed = request.config.getoption("--accelml-seed")
     python_state, numpy_state = random.getstate(), np.random.get_state()
     process = settings_for(SimpleNamespace(algorithm="", backend="sklearn", device="cpu",
@@ -75,9 +77,9 @@ def accelml_deterministic(request, monkeypatch):
     random.seed(seed)
     np.random.seed(seed % 2**32)
 
-    def settings(case_like, **overrides):
-        overrides.setdefault("seed", seed)
-        return settings_for(case_like, **overrides)
+    def settings(case_like: CaseLike, *, seed: int = seed,
+                 threads: int | None = None) -> DeterministicSettings:
+        return settings_for(case_like, seed=seed, threads=threads)
 
     yield settings
     random.setstate(python_state)

@@ -75,11 +75,15 @@ def test_fashion_mnist_idx_files_from_local_path(tmp_path):
     rng = np.random.default_rng(0)
     images = rng.integers(0, 255, (6, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, 6, dtype=np.uint8)
+    def idx(array):   # the IDX header: 0, 0, type (8: uint8), dims, then each dim (big endian)
+        return (bytes([0, 0, 8, array.ndim]) + b"".join(d.to_bytes(4, "big") for d in array.shape)
+                + array.tobytes())
+
     for prefix in ("train", "t10k"):
         with gzip.open(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", "wb") as handle:
-            handle.write(b"\0" * 8 + labels.tobytes())
+            handle.write(idx(labels))
         with gzip.open(tmp_path / f"{prefix}-images-idx3-ubyte.gz", "wb") as handle:
-            handle.write(b"\0" * 16 + images.tobytes())
+            handle.write(idx(images))
     data = load_image_data("fashion_mnist", str(tmp_path))
     assert np.array_equal(data.x_train[..., 0], images)
     assert np.array_equal(data.y_test, labels)

@@ -14,11 +14,11 @@ from accelml.cli import main
 from accelml.compare import default_threads, new_run_id, run_experiment
 from accelml.report.baseline import Baseline, check_run, make_baseline
 from accelml.report.repro import agreement_matrix
-from accelml.results.records import CaseResult, RunRecord
+from accelml.results.records import CaseResult, RunRecord, utc_now
 from accelml.results.store import ResultsStore
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
-from accelml.runner.worker import run_case, utc_now
+from accelml.runner.worker import run_case
 from accelml.spec.load import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,16 +67,14 @@ def tiny(tmp_path_factory):
     spec.write_text(TINY)
     results, baseline = root / "results", root / "baseline.json"
     saved = dict(os.environ)
-    try:
-        code = main(["check", str(spec), "--baseline", str(baseline), "--update-baseline",
-                     "--deterministic", "--results-dir", str(results),
-                     "--cache-dir", str(root / "cache")])
-        assert os.environ["PYTHONHASHSEED"] == "0"      # what the case processes inherited
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    code = main(["check", str(spec), "--baseline", str(baseline), "--update-baseline",
+                 "--deterministic", "--results-dir", str(results),
+                 "--cache-dir", str(root / "cache")])
+    assert dict(os.environ) == saved     # the mode's environment went to the case processes only
     assert code == 0 and baseline.exists()
     store = ResultsStore(results)
+    (checked,) = store.list_runs()
+    assert checked.deterministic
     experiment = load_spec(spec)
     interrupted = _rerun_in_process(experiment, store, root, experiment.cases[:1],
                                     threads=default_threads(1), status=RunRecord.INTERRUPTED,

@@ -110,3 +110,41 @@ def test_phase_timing_flags_noise_against_target():
     assert steady.q1 <= steady.median <= steady.q3
     single = PhaseTiming.from_samples("load", [0.3])
     assert single.count == 1 and not single.noisy and math.isinf(single.ci_halfwidth_rel) is False
+
+
+def test_failed_result_carries_the_case_identity_and_one_line_of_reason():
+    from accelml.cases import Case, DatasetSpec
+
+    case = Case("mnist_cnn", "keras", "cpu", DatasetSpec("digits", "shipped", (("name", "digits"),)),
+                workers=2, strategy="horovod", params=(("epochs", 1),))
+    result = CaseResult.failed(case, "run-1", FailureKind.KILLED, "\n  killed by SIGTERM\nmore\n",
+                               threads=3, attempts=2, wall_seconds=1.5)
+    assert (result.case_id, result.algorithm, result.backend, result.device, result.dataset,
+            result.workers, result.strategy, result.params) == (
+        case.case_id, "mnist_cnn", "keras", "cpu", "digits", 2, "horovod", (("epochs", 1),))
+    assert (result.status, result.failure, result.reason) == ("failed", FailureKind.KILLED,
+                                                              "killed by SIGTERM")
+    assert (result.threads, result.attempts, result.wall_seconds) == (3, 2, 1.5)
+    assert result.finished_at and CaseResult.from_dict(result.to_dict()) == result
+    with pytest.raises(ValueError, match="needs a reason"):
+        CaseResult.failed(case, "run-1", FailureKind.ERROR, " \n ")
+    with pytest.raises(ValueError, match="failure kind"):
+        CaseResult.failed(case, "run-1", FailureKind.NONE, "why")
+
+
+def test_a_failed_result_is_built_only_by_case_result_failed():
+    """Every other module asks CaseResult.failed; none spells out status=FAILED itself."""
+    import ast
+    from pathlib import Path
+
+    import accelml
+
+    package = Path(accelml.__file__).parent
+    builders = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and any(
+                    keyword.arg == "status" and "FAILED" in ast.unparse(keyword.value)
+                    for keyword in node.keywords):
+                builders.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert [builder.split(":")[0] for builder in builders] == ["results/records.py"], builders

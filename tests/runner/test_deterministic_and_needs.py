@@ -1,10 +1,12 @@
 """Deterministic mode through the pipeline, and cases this machine cannot give GPUs to."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
 
-from accelml.compare import run_experiment
+from accelml.compare import plan_run, run_experiment
+from accelml.errors import SpecError
 from accelml.executors.local import LocalExecutor
 from accelml.probe import list_gpus
 from accelml.results.store import ResultsStore
@@ -39,11 +41,12 @@ def test_spec_deterministic_mode_seeds_the_case_and_repeats_bitwise(tmp_path):
     plain = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml")
     experiment = load_spec_text(FOREST.replace("EXTRA", "deterministic = true"), "det.toml")
     assert experiment.deterministic and not plain.deterministic
-    assert dict(experiment.cases[0].params) == {"n_estimators": 5, "random_state": 0}
-    assert experiment.cases[0].case_id != plain.cases[0].case_id
+    (seeded,) = plan_run(experiment).experiment.cases
+    assert dict(seeded.params) == {"n_estimators": 5, "random_state": 0}
+    assert seeded.case_id != plain.cases[0].case_id
     store = ResultsStore(tmp_path)
     run = run_experiment(experiment, store)
-    assert run.deterministic and run.case_ids == (experiment.cases[0].case_id,)
+    assert run.deterministic and run.case_ids == (seeded.case_id,)
     (result,) = store.case_results(run.run_id)
     assert result.ok, result.reason
     assert dict(result.params)["random_state"] == 0
@@ -56,20 +59,15 @@ def test_deterministic_argument_equals_the_spec_key(tmp_path):
     keyed = load_spec_text(FOREST.replace("EXTRA", "deterministic = true"), "det.toml")
     store = ResultsStore(tmp_path)
     run = run_experiment(plain, store, deterministic=True)
-    assert run.deterministic and run.case_ids == tuple(c.case_id for c in keyed.cases)
+    assert run.deterministic
+    assert run.case_ids == tuple(c.case_id for c in plan_run(keyed).experiment.cases)
     # resuming a deterministic run with the plain spec keeps deterministic mode
     resumed = run_experiment(plain, store, resume=run.run_id)
     assert resumed.run_id == run.run_id and resumed.status == "finished"
 
 
-def test_a_run_seeded_by_its_caller_resumes_seeded_and_other_cases_are_refused(tmp_path):
-    import dataclasses
-
-    from accelml.errors import SpecError
-    from accelml.runner.determinism import deterministic_experiment
-
+def test_an_interrupted_deterministic_run_resumes_seeded_and_other_cases_are_refused(tmp_path):
     plain = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml")
-    seeded, _ = deterministic_experiment(plain)          # as `accelml check --deterministic`
     store = ResultsStore(tmp_path)
     planned = []
 
@@ -77,13 +75,14 @@ def test_a_run_seeded_by_its_caller_resumes_seeded_and_other_cases_are_refused(t
         planned.append(record.run_id)
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        run_experiment(seeded, store, on_plan=stop)
+    with pytest.raises(KeyboardInterrupt):       # as `accelml check --deterministic`
+        run_experiment(plain, store, on_plan=stop, deterministic=True)
     (run_id,) = planned
-    assert store.finished_case_ids(run_id) == set()
+    assert store.finished_case_ids(run_id) == set() and store.get_run(run_id).deterministic
     resumed = run_experiment(plain, store, resume=run_id)
     (result,) = store.case_results(run_id)
-    assert resumed.status == "finished" and dict(result.params)["random_state"] == 0
+    assert resumed.status == "finished" and resumed.deterministic
+    assert dict(result.params)["random_state"] == 0
     other = dataclasses.replace(plain, cases=plain.cases[:0])
     with pytest.raises(SpecError, match="planned other cases"):
         run_experiment(other, store, resume=run_id)

@@ -2,6 +2,7 @@ import textwrap
 
 import pytest
 
+from accelml.compare import plan_run
 from accelml.errors import SpecError
 from accelml.spec.load import load_spec, load_spec_text
 
@@ -72,15 +73,21 @@ def test_each_error_names_file_key_and_what_is_allowed(change, where, allowed):
 
 
 def test_deterministic_key_fills_in_seeds_and_changes_only_those_ids():
+    """The key is recorded by the spec and applied by the run (plan_run), as the flag is."""
     plain = load(VALID.replace("params = {random_state = 0}", ""))
-    deterministic = load(VALID.replace("params = {random_state = 0}", "")
-                         .replace('name = "t"', 'name = "t"\ndeterministic = true'))
-    assert deterministic.deterministic and not plain.deterministic
-    assert all(c.params_dict["random_state"] == 0 for c in deterministic.cases)
-    assert not {c.case_id for c in plain.cases} & {c.case_id for c in deterministic.cases}
+    keyed = load(VALID.replace("params = {random_state = 0}", "")
+                 .replace('name = "t"', 'name = "t"\ndeterministic = true'))
+    assert keyed.deterministic and not plain.deterministic
+    assert keyed.cases == plain.cases              # the spec's cases, as written
+    deterministic = plan_run(keyed)
+    assert deterministic.deterministic and deterministic.experiment.deterministic
+    assert all(c.params_dict["random_state"] == 0 for c in deterministic.experiment.cases)
+    assert not {c.case_id for c in plain.cases} & {c.case_id for c in deterministic.experiment.cases}
+    assert [c.case_id for c in deterministic.experiment.cases] == \
+        [c.case_id for c in plan_run(plain, deterministic=True).experiment.cases]
     # a case that already sets its seed keeps its id
-    seeded = load(VALID.replace('name = "t"', 'name = "t"\ndeterministic = true'))
-    assert [c.case_id for c in seeded.cases] == [c.case_id for c in load(VALID).cases]
+    seeded = plan_run(load(VALID.replace('name = "t"', 'name = "t"\ndeterministic = true')))
+    assert [c.case_id for c in seeded.experiment.cases] == [c.case_id for c in load(VALID).cases]
 
 
 def test_missing_file_and_bad_toml(tmp_path):

@@ -1,0 +1,35 @@
+"""What the command line imports: command modules import at module level, so the CLI loads
+only the command being run, and nothing loads a deep-learning framework before it is needed."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FRAMEWORKS = ("tensorflow", "jax", "torch", "keras", "horovod", "xgboost", "sklearnex")
+
+
+def imported_by(*argv: str) -> set[str]:
+    """The top-level modules a fresh interpreter holds after ``python -m accelml ARGV``."""
+    code = ("import json, sys\nfrom accelml.cli import main\ntry:\n    main(" + repr(list(argv))
+            + ")\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted({name.split('.')[0] for name in sys.modules} "
+            "| {name for name in sys.modules if name.startswith('accelml.')})))")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["check", "--help"],
+                                  ["report", "--help"], ["run-case", "--help"]])
+def test_help_loads_no_deep_learning_framework(argv):
+    assert not imported_by(*argv) & set(FRAMEWORKS)
+
+
+def test_the_case_process_loads_only_its_own_command():
+    modules = imported_by("run-case", "--help")
+    assert "accelml.cli.run_case" in modules and "accelml.runner.worker" in modules
+    assert not {"accelml.cli.compare", "accelml.cli.report", "accelml.report.render",
+                "accelml.compare", "matplotlib"} & modules
