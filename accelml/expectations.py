@@ -19,19 +19,12 @@ False
 from __future__ import annotations
 
 from accelml.cases import CaseLike, Expectation
+from accelml.dl.strategies import find_strategy
 from accelml.estimators._algorithms import ALGORITHMS
 
 
 def is_deep_learning(case: CaseLike) -> bool:
     return case.backend == "keras"
-
-
-def uses_horovod(case: CaseLike) -> bool:
-    return (case.strategy or "") == "horovod"
-
-
-def uses_jax(case: CaseLike) -> bool:
-    return (case.strategy or "").startswith("jax")
 
 
 def algorithm_params(algorithm: str) -> tuple[str, ...]:
@@ -62,15 +55,11 @@ def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expect
         if not deterministic:
             return Expectation(False, "not in deterministic mode: TF picks non-deterministic "
                                       "kernels and thread schedules, and seeds are not fixed")
-        if uses_horovod(case):
-            return Expectation(True, "seeds, TF op determinism and Horovod fusion off: every "
-                                     "allreduce sums in rank order, so runs repeat bitwise")
-        if (case.strategy or "") in ("mirrored", "multiworker"):
-            return Expectation(True, "seeds and TF op determinism; tf.distribute all-reduces "
-                                     "in a fixed device order")
-        if uses_jax(case):
-            return Expectation(True, "seeds and XLA deterministic ops")
-        return Expectation(True, "seeds, TF op determinism and fixed thread pools")
+        strategy = find_strategy(case.strategy)
+        if strategy is None:
+            return Expectation(False, f"strategy {case.strategy!r} is not installed here, so "
+                                      "nothing is known about how it repeats")
+        return strategy.determinism.expectation
     if case.backend == "xgboost":
         if case.device == "cuda":
             return Expectation(True, "XGBoost's CUDA histogram pre-rounds its sums, so the same "

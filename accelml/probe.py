@@ -143,44 +143,6 @@ def probe_xgboost(device: str) -> Availability:
     return Availability("xgboost", "cuda", True, version, f"{len(gpus)} GPU(s)")
 
 
-def probe_tensorflow() -> Availability:
-    module, reason = _try_import("tensorflow", "tensorflow", "tensorflow")
-    if module is None:
-        return Availability("tensorflow", "cpu", False, None, reason)
-    gpus = module.config.list_physical_devices("GPU")
-    device = "cuda" if gpus else "cpu"
-    return Availability("tensorflow", device, True, module.__version__,
-                        f"{len(gpus)} GPU(s)" if gpus else "CPU only")
-
-
-def probe_keras() -> Availability:
-    module, reason = _try_import("keras", "keras", "keras")
-    if module is None:
-        return Availability("keras", "-", False, None, reason)
-    return Availability("keras", "-", True, module.__version__, f"backend {module.backend.backend()}")
-
-
-def probe_horovod() -> Availability:
-    module, reason = _try_import("horovod.tensorflow", "horovod", "horovod (make builds it)")
-    if module is None:
-        return Availability("horovod", "-", False, None, reason)
-    built = [name for name, check in (("gloo", module.gloo_built), ("mpi", module.mpi_built),
-                                      ("nccl", module.nccl_built)) if check()]
-    if find_launcher("horovodrun") is None:
-        return Availability("horovod", "-", False, _version("horovod"), "horovodrun is not on PATH")
-    return Availability("horovod", "-", True, _version("horovod"), "built: " + ", ".join(built))
-
-
-def probe_jax() -> Availability:
-    module, reason = _try_import("jax", "jax", "jax, or jax[cuda12] on a GPU machine")
-    if module is None:
-        return Availability("jax", "-", False, None, reason)
-    devices = module.devices()
-    kinds = sorted({device.platform for device in devices})
-    return Availability("jax", kinds[0] if len(kinds) == 1 else "-", True, module.__version__,
-                        f"{len(devices)} device(s): {', '.join(kinds)}")
-
-
 def probe_mpi() -> Availability:
     mpirun = shutil.which("mpirun")
     if mpirun is None:
@@ -220,10 +182,6 @@ def probe_all() -> list[Availability]:
         probe_sklearnex(),
         probe_xgboost("cpu"),
         probe_xgboost("cuda"),
-        probe_tensorflow(),
-        probe_keras(),
-        probe_horovod(),
-        probe_jax(),
         probe_gpus(),
         probe_mpi(),
         probe_slurm(),
