@@ -23,6 +23,7 @@ Dropout draws the same masks on every device (the seed state is replicated).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 
@@ -348,31 +349,23 @@ def jax_rank_environment(config: TrainingConfig) -> dict[str, str]:
     return env
 
 
-_DETERMINISM = Determinism(Expectation(True, "seeds and XLA deterministic ops"),
-                           environment=jax_deterministic_environment)
-_KERAS_ON_JAX = functools.partial(requirements, probe_keras, probe_jax)
+_DATA_PARALLEL = Strategy(
+    name="jax-dataparallel",
+    doc="Keras 3 on JAX, one process: one jitted step over the global batch sharded across "
+        "`workers` devices (keras.distribution.DataParallel; global BatchNorm)",
+    keras_backends=("jax",),
+    train=train,
+    probe=functools.partial(requirements, probe_keras, probe_jax),
+    determinism=Determinism(Expectation(True, "seeds and XLA deterministic ops"),
+                            environment=jax_deterministic_environment),
+    libraries=("keras", "jax", "jaxlib"),
+    rank_environment=jax_rank_environment,
+)
 
 STRATEGY = (
-    Strategy(
-        name="jax-dataparallel",
-        doc="Keras 3 on JAX, one process: one jitted step over the global batch sharded "
-            "across `workers` devices (keras.distribution.DataParallel; global BatchNorm)",
-        keras_backends=("jax",),
-        train=train,
-        probe=_KERAS_ON_JAX,
-        determinism=_DETERMINISM,
-        libraries=("keras", "jax", "jaxlib"),
-        rank_environment=jax_rank_environment,
-    ),
-    Strategy(
-        name="jax-pmean",
+    _DATA_PARALLEL,
+    dataclasses.replace(
+        _DATA_PARALLEL, name="jax-pmean",
         doc="Keras 3 on JAX, one process: the step runs per device under jax.shard_map and "
-            "one pmean averages the gradients (Horovod semantics; BatchNorm per device)",
-        keras_backends=("jax",),
-        train=train,
-        probe=_KERAS_ON_JAX,
-        determinism=_DETERMINISM,
-        libraries=("keras", "jax", "jaxlib"),
-        rank_environment=jax_rank_environment,
-    ),
+            "one pmean averages the gradients (Horovod semantics; BatchNorm per device)"),
 )

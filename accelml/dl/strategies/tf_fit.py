@@ -14,6 +14,7 @@ directories that are removed, as tf.distribute requires).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -221,51 +222,39 @@ def _tf_config(rank: int, addresses: tuple[str, ...]) -> dict[str, str]:
                                      "task": {"type": "worker", "index": rank}})}
 
 
-_KERAS_ON_TENSORFLOW = functools.partial(requirements, probe_keras, tensorflow_installed)
-_TF_KERAS = functools.partial(installed, "tf_keras", "tf-keras", "tf-keras")
+_SINGLE = Strategy(
+    name="single",
+    doc="one process, one device: model.fit (Keras 3 on TensorFlow)",
+    keras_backends=("tensorflow",),
+    train=train,
+    probe=functools.partial(requirements, probe_keras, tensorflow_installed),
+    determinism=Determinism(Expectation(True, "seeds, TF op determinism and fixed thread pools"),
+                            environment=tensorflow_deterministic_environment,
+                            seeds_tensorflow=True),
+    libraries=("keras", "tensorflow"),
+    max_workers=1,
+    default=True,
+)
+_IN_DEVICE_ORDER = dataclasses.replace(_SINGLE.determinism, expectation=Expectation(
+    True, "seeds and TF op determinism; tf.distribute all-reduces in a fixed device order"))
 
 STRATEGY = (
-    Strategy(
-        name="single",
-        doc="one process, one device: model.fit (Keras 3 on TensorFlow)",
-        keras_backends=("tensorflow",),
-        train=train,
-        probe=_KERAS_ON_TENSORFLOW,
-        determinism=Determinism(
-            Expectation(True, "seeds, TF op determinism and fixed thread pools"),
-            environment=tensorflow_deterministic_environment, seeds_tensorflow=True),
-        libraries=("keras", "tensorflow"),
-        max_workers=1,
-        default=True,
-    ),
-    Strategy(
-        name="mirrored",
+    _SINGLE,
+    dataclasses.replace(
+        _SINGLE, name="mirrored", max_workers=None, default=False,
         doc="tf.distribute.MirroredStrategy: one process, `workers` devices of one host "
             "(logical CPU devices without GPUs)",
-        keras_backends=("tensorflow",),
-        train=train,
-        probe=_KERAS_ON_TENSORFLOW,
-        determinism=Determinism(
-            Expectation(True, "seeds and TF op determinism; tf.distribute all-reduces in a "
-                              "fixed device order"),
-            environment=tensorflow_deterministic_environment, seeds_tensorflow=True),
-        libraries=("keras", "tensorflow"),
-    ),
-    Strategy(
-        name="multiworker",
+        determinism=_IN_DEVICE_ORDER),
+    dataclasses.replace(
+        _SINGLE, name="multiworker", max_workers=None, default=False,
         doc="tf.distribute.MultiWorkerMirroredStrategy: one process per worker, on tf_keras",
-        keras_backends=("tensorflow",),
-        train=train,
-        probe=functools.partial(requirements, probe_keras, tensorflow_installed, _TF_KERAS),
-        determinism=Determinism(
-            Expectation(True, "seeds and TF op determinism; tf.distribute all-reduces in a "
-                              "fixed device order"),
-            environment=tensorflow_deterministic_environment, seeds_tensorflow=True),
+        probe=functools.partial(requirements, probe_keras, tensorflow_installed,
+                                functools.partial(installed, "tf_keras", "tf-keras", "tf-keras")),
+        determinism=_IN_DEVICE_ORDER,
         libraries=("keras", "tensorflow", "tf-keras"),
         multi_process=True,
         launchers=(LOCAL_PROCESSES, SRUN),
         local_process_environment=_tf_config,
         # MultiWorkerMirroredStrategy with Keras 3's fit fails (tensorflow/tensorflow#72388)
-        environment_before_import=(("TF_USE_LEGACY_KERAS", "1"),),
-    ),
+        environment_before_import=(("TF_USE_LEGACY_KERAS", "1"),)),
 )
