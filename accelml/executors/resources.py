@@ -82,13 +82,13 @@ def memory_megabytes(n_bytes: int) -> str:
     return f"{math.ceil(n_bytes / 2**20)}M"
 
 
-def _positive_int(value, where: str, minimum: int = 1) -> int:
+def _positive_int(value: object, where: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise SpecError(f"{where} = {value!r}: expected an integer >= {minimum}")
     return value
 
 
-def _optional_text(value, where: str) -> str | None:
+def _optional_text(value: object, where: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or any(ch in value for ch in "\n\r"):
@@ -96,7 +96,7 @@ def _optional_text(value, where: str) -> str | None:
     return value
 
 
-def _lines(value, where: str) -> tuple[str, ...]:
+def _lines(value: object, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, Sequence) or not all(isinstance(item, str) for item in value):
@@ -121,7 +121,7 @@ class CaseNeeds:
     memory_bytes: int | None = None
     seconds: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _positive_int(self.cores, "cores")
         _positive_int(self.gpus, "gpus", minimum=0)
         _positive_int(self.ranks, "ranks")
@@ -189,7 +189,7 @@ class Resources:
     prologue: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _positive_int(self.cores, "resources.cores")
         _positive_int(self.gpus, "resources.gpus", minimum=0)
         _positive_int(self.ranks, "resources.ranks")

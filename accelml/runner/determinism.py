@@ -25,6 +25,9 @@ horovod        ``HOROVOD_FUSION_THRESHOLD=0`` (tensor fusion off: each gradient 
                ``HOROVOD_HIERARCHICAL_ALLREDUCE=0``
 =============  ==========================================================================
 
+The keras rows are what the built-in strategies' records declare
+(:class:`accelml.dl.strategies.Determinism`); a strategy plug-in declares its own.
+
 Environment variables must be in place before the libraries that read them are imported:
 the runner passes ``settings.environment`` to the case's process (or calls :func:`apply`
 first thing in it); every Horovod rank inherits them from ``horovodrun``/``srun``, and each

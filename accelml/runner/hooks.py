@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -81,7 +81,9 @@ def measurer_for(backend: str) -> Callable[[Case, MeasureContext], Measurements]
     if target is None:
         return None
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    measurer: Callable[[Case, MeasureContext], Measurements] = getattr(
+        importlib.import_module(module), name)
+    return measurer
 
 
 def measure_keras(case: Case, context: MeasureContext) -> Measurements:
