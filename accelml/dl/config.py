@@ -128,7 +128,7 @@ class TrainingConfig:
 
         strategy = STRATEGIES_POINT.find(self.strategy)
         if strategy is None:
-            raise bad("strategy", "one of " + ", ".join(STRATEGIES_POINT.names()))
+            raise bad("strategy", "one of " + ", ".join(sorted(STRATEGIES_POINT.names())))
         for key, allowed in (("lr_scaling", LR_SCALINGS), ("optimizer", OPTIMIZERS),
                              ("precision", PRECISIONS), ("cache", CACHES), ("device", DEVICES)):
             if getattr(self, key) not in allowed:

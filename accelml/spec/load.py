@@ -100,7 +100,7 @@ def _known_names() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], di
 
 def _dl_names() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(models, strategies, the default strategy) the deep-learning package offers."""
-    return tuple(sorted(MODELS)), STRATEGIES_POINT.names(), default_strategy().name
+    return tuple(sorted(MODELS)), tuple(sorted(STRATEGIES_POINT.names())), default_strategy().name
 
 
 class _Spec:
