@@ -30,15 +30,9 @@ from accelml.estimators import ALGORITHMS, BACKENDS, Backend
 
 
 def is_deep_learning(case: CaseLike) -> bool:
-    return case.backend == "keras"
-
-
-def uses_horovod(case: CaseLike) -> bool:
-    return (case.strategy or "") == "horovod"
-
-
-def uses_jax(case: CaseLike) -> bool:
-    return (case.strategy or "").startswith("jax")
+    """A case of a backend that trains models (its record says ``deep_learning``)."""
+    backend = BACKENDS.find(case.backend)
+    return backend is not None and backend.deep_learning
 
 
 def algorithm_params(algorithm: str) -> tuple[str, ...]:
@@ -63,19 +57,6 @@ def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expect
     if randomness:
         return Expectation(False, f"random_state is not set: {randomness} draws a new seed on "
                                   "every fit")
-    if is_deep_learning(case):
-        if not deterministic:
-            return Expectation(False, "not in deterministic mode: TF picks non-deterministic "
-                                      "kernels and thread schedules, and seeds are not fixed")
-        if uses_horovod(case):
-            return Expectation(True, "seeds, TF op determinism and Horovod fusion off: every "
-                                     "allreduce sums in rank order, so runs repeat bitwise")
-        if (case.strategy or "") in ("mirrored", "multiworker"):
-            return Expectation(True, "seeds and TF op determinism; tf.distribute all-reduces "
-                                     "in a fixed device order")
-        if uses_jax(case):
-            return Expectation(True, "seeds and XLA deterministic ops")
-        return Expectation(True, "seeds, TF op determinism and fixed thread pools")
     if backend is None:
         return Expectation(False, f"backend {case.backend!r} is not installed here, so nothing "
                                   "is known about how its runs repeat")
@@ -108,12 +89,7 @@ def _backend_reason(a: CaseLike, b: CaseLike) -> str:
 
 def _device_reason(a: CaseLike, b: CaseLike) -> str:
     declared = _declared_reasons(a, b, lambda backend: backend.cross_device_reason)
-    if declared:
-        return declared
-    if is_deep_learning(a):
-        return ("CPU (Eigen/oneDNN) and GPU (cuDNN/cuBLAS) kernels sum in different orders; "
-                "rounding differences grow over training steps")
-    return "CPU and GPU kernels sum in different orders"
+    return declared or "CPU and GPU kernels sum in different orders"
 
 
 def _scale_reason(a: CaseLike, b: CaseLike) -> str:

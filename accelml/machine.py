@@ -17,39 +17,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from accelml.dl.strategies import strategy_availability
 from accelml.estimators import BACKENDS, backend_availability
 from accelml.plugins import BrokenPlugin
-from accelml.probe import (
-    Availability,
-    probe_gpus,
-    probe_horovod,
-    probe_jax,
-    probe_keras,
-    probe_mpi,
-    probe_slurm,
-    probe_tensorflow,
-)
+from accelml.probe import Availability, probe_gpus, probe_mpi, probe_slurm
 
 _TOOLS: tuple[tuple[Callable[[], Availability], str], ...] = (
     (probe_gpus, "NVIDIA GPUs seen through NVML"),
     (probe_mpi, "MPI launcher for multi-process training"),
     (probe_slurm, "SLURM job queue (--cluster slurm)"),
 )
-
-
-def _strategy_availability() -> list[Availability]:
-    """What the deep-learning strategies run on: TensorFlow, Keras, Horovod and JAX.
-
-    The integrator replaces these library probes with each strategy record's own ``probe()``
-    (``accelml.dl.strategies.STRATEGIES_POINT``), once strategies are records.
-    """
-    libraries = (
-        (probe_tensorflow, "TensorFlow, engine of Keras and tf.distribute"),
-        (probe_keras, "Keras 3"),
-        (probe_horovod, "Horovod data-parallel training (horovodrun)"),
-        (probe_jax, "JAX, engine of Keras and of the jax-* strategies"),
-    )
-    return [replace(probe(), summary=summary) for probe, summary in libraries]
 
 
 def _broken(plugin: BrokenPlugin) -> Availability:
@@ -60,10 +37,10 @@ def _broken(plugin: BrokenPlugin) -> Availability:
 
 
 def probe_all() -> list[Availability]:
-    """Every backend and device, the strategies' libraries, the tools, then broken plug-ins."""
+    """Every backend and device, Keras's engines and each strategy, the tools, then broken plug-ins."""
     return [
         *backend_availability(),
-        *_strategy_availability(),
+        *strategy_availability(),
         *(replace(probe(), summary=summary) for probe, summary in _TOOLS),
         *(_broken(plugin) for plugin in BACKENDS.broken()),
     ]

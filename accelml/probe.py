@@ -143,42 +143,6 @@ def probe_gpus() -> Availability:
     )
 
 
-def probe_tensorflow() -> Availability:
-    module, reason = import_or_reason("tensorflow", "tensorflow", "tensorflow")
-    if module is None:
-        return Availability("tensorflow", "cpu", False, None, reason)
-    gpus = module.config.list_physical_devices("GPU")
-    device = "cuda" if gpus else "cpu"
-    return Availability("tensorflow", device, True, module.__version__,
-                        f"{len(gpus)} GPU(s)" if gpus else "CPU only")
-
-
-def probe_keras() -> Availability:
-    module, reason = import_or_reason("keras", "keras", "keras")
-    if module is None:
-        return Availability("keras", "-", False, None, reason)
-    return Availability("keras", "-", True, module.__version__, f"backend {module.backend.backend()}")
-
-
-def probe_horovod() -> Availability:
-    module, reason = import_or_reason("horovod.tensorflow", "horovod", "horovod (make builds it)")
-    if module is None:
-        return Availability("horovod", "-", False, None, reason)
-    built = [name for name, check in (("gloo", module.gloo_built), ("mpi", module.mpi_built),
-                                      ("nccl", module.nccl_built)) if check()]
-    if find_launcher("horovodrun") is None:
-        return Availability("horovod", "-", False, distribution_version("horovod"), "horovodrun is not on PATH")
-    return Availability("horovod", "-", True, distribution_version("horovod"), "built: " + ", ".join(built))
-
-
-def probe_jax() -> Availability:
-    module, reason = import_or_reason("jax", "jax", "jax, or jax[cuda12] on a GPU machine")
-    if module is None:
-        return Availability("jax", "-", False, None, reason)
-    devices = module.devices()
-    kinds = sorted({device.platform for device in devices})
-    return Availability("jax", kinds[0] if len(kinds) == 1 else "-", True, module.__version__,
-                        f"{len(devices)} device(s): {', '.join(kinds)}")
 
 
 def probe_mpi() -> Availability:

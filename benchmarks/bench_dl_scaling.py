@@ -29,7 +29,7 @@ def main() -> None:
 
     from accelml.dl import TrainingConfig, launch
     from accelml.errors import AccelmlError
-    from accelml.runner.hooks import training_config_dict
+    from accelml.dl.config import training_config_dict
     from accelml.spec.load import load_spec
 
     experiment = load_spec(args.spec)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import importlib.metadata
+import importlib.util
 import os
 import time
 
 import numpy as np
 
 from accelml.dl.config import EpochRecord, TrainingConfig
+from accelml.errors import UnavailableError
 
 
 def weights_digest(arrays) -> str:
@@ -84,7 +86,7 @@ def make_optimizer(keras, config: TrainingConfig, learning_rate):
 class EpochLog:
     """Rank 0's CSV log (``output_dir/training_log.csv``): one row per epoch."""
 
-    def __init__(self, output_dir: str | None):
+    def __init__(self, output_dir: str | None) -> None:
         self.path = os.path.join(output_dir, "training_log.csv") if output_dir else None
         if self.path:
             os.makedirs(output_dir, exist_ok=True)
@@ -110,7 +112,7 @@ def files_under(directory: str | None) -> tuple[str, ...]:
 class Clock:
     """perf_counter stopwatch; the caller synchronises the device before reading it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.start = time.perf_counter()
 
     def seconds(self) -> float:
@@ -119,10 +121,6 @@ class Clock:
 
 def require_tensorboard(config: TrainingConfig) -> None:
     """Fail before training, not at the first summary, when TensorBoard logs cannot be written."""
-    import importlib.util
-
     if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
-        from accelml.errors import UnavailableError
-
         raise UnavailableError("tensorboard = true needs the tensorboard package "
                                "(pip install tensorboard)")

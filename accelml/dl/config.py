@@ -18,28 +18,15 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from accelml.cases import Case, JSONScalar
+from accelml.dl.strategies import LAUNCHERS, STRATEGIES_POINT, Strategy, default_strategy
 from accelml.errors import SpecError
 
-STRATEGIES = ("single", "horovod", "mirrored", "multiworker", "jax-dataparallel", "jax-pmean")
-"""How the work is spread.
-
-``single``: one process, one device, ``model.fit``.
-``horovod``: one process per worker (rank), gradients averaged with Horovod (TF backend).
-``mirrored``: ``tf.distribute.MirroredStrategy``, one process, ``workers`` devices of one host.
-``multiworker``: ``tf.distribute.MultiWorkerMirroredStrategy``, one process per worker.
-``jax-dataparallel``: Keras 3 on JAX, one jitted program over a batch sharded across
-``workers`` devices (``keras.distribution.DataParallel``; BatchNorm statistics are global).
-``jax-pmean``: Keras 3 on JAX, the step runs per device under ``jax.shard_map`` and one
-``pmean`` averages the gradients (Horovod semantics; BatchNorm statistics are per device).
-"""
-
-MULTI_PROCESS_STRATEGIES = ("horovod", "multiworker")
 LR_SCALINGS = ("linear", "sqrt", "none")
 OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 CACHES = ("memory", "disk", "none")
 DEVICES = ("cpu", "gpu")
-LAUNCHERS = ("horovodrun", "mpirun", "srun", "local-processes")
 
 
 def scaled_learning_rate(base: float, workers: int, scaling: str) -> float:
@@ -85,20 +72,22 @@ def warmup_learning_rate(target: float, workers: int, warmup_epochs: float, epoc
 class TrainingConfig:
     """One data-parallel training run. ``batch_size`` is per worker; see ``global_batch_size``.
 
-    ``workers`` is the number of ranks (``horovod``, ``multiworker``) or devices
-    (``mirrored``, ``jax-*``). ``learning_rate`` is the rate for one worker; it is scaled
+    ``strategy`` names a :class:`~accelml.dl.strategies.Strategy` record (default: the one
+    marked default); ``workers`` is the number of its ranks (a multi-process strategy) or
+    devices (a single-process one). ``learning_rate`` is the rate for one worker; it is scaled
     by ``lr_scaling`` and warmed up over ``warmup_epochs`` (0 turns warm-up off).
     ``train_samples`` / ``test_samples`` cut the data set (None: all of it);
     ``steps_per_epoch`` cuts every epoch (None: one pass over this worker's shard).
     Files (checkpoints, TensorBoard, CSV log, final model) go under ``output_dir`` and are
     written by rank 0 only; ``launcher`` (None: chosen by :func:`accelml.dl.launch`) starts
     the ranks; ``checkpoints``/``tensorboard``/``save_model`` need it by the
-    time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod as its environment.
+    time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod
+    as its environment (by the strategies that run on Horovod).
     """
 
     model: str = "mnist_cnn"
     dataset: str = "digits"
-    strategy: str = "single"
+    strategy: str = field(default_factory=lambda: default_strategy().name)
     workers: int = 1
     batch_size: int = 32
     epochs: int = 3
@@ -137,9 +126,11 @@ class TrainingConfig:
         def bad(key: str, allowed: str) -> SpecError:
             return SpecError(f"training {key} must be {allowed}, not {getattr(self, key)!r}")
 
-        for key, allowed in (("strategy", STRATEGIES), ("lr_scaling", LR_SCALINGS),
-                             ("optimizer", OPTIMIZERS), ("precision", PRECISIONS),
-                             ("cache", CACHES), ("device", DEVICES)):
+        strategy = STRATEGIES_POINT.find(self.strategy)
+        if strategy is None:
+            raise bad("strategy", "one of " + ", ".join(sorted(STRATEGIES_POINT.names())))
+        for key, allowed in (("lr_scaling", LR_SCALINGS), ("optimizer", OPTIMIZERS),
+                             ("precision", PRECISIONS), ("cache", CACHES), ("device", DEVICES)):
             if getattr(self, key) not in allowed:
                 raise bad(key, "one of " + ", ".join(allowed))
         for key in ("workers", "batch_size", "epochs"):
@@ -147,8 +138,9 @@ class TrainingConfig:
                 raise bad(key, "an integer >= 1")
         if self.launcher is not None and self.launcher not in LAUNCHERS:
             raise bad("launcher", "one of " + ", ".join(LAUNCHERS))
-        if self.strategy == "single" and self.workers != 1:
-            raise bad("workers", "1 for strategy 'single'")
+        if strategy.max_workers is not None and self.workers > strategy.max_workers:
+            most = "1" if strategy.max_workers == 1 else f"at most {strategy.max_workers}"
+            raise bad("workers", f"{most} for strategy {self.strategy!r}")
         if self.learning_rate <= 0:
             raise bad("learning_rate", "> 0")
         if self.warmup_epochs < 0:
@@ -167,12 +159,17 @@ class TrainingConfig:
         return scaled_learning_rate(self.learning_rate, self.workers, self.lr_scaling)
 
     @property
+    def strategy_record(self) -> Strategy:
+        """The record of this run's strategy (its launchers, environment, train function)."""
+        return STRATEGIES_POINT.get(self.strategy)
+
+    @property
     def multi_process(self) -> bool:
-        return self.strategy in MULTI_PROCESS_STRATEGIES
+        return self.strategy_record.multi_process
 
     @property
     def keras_backend(self) -> str:
-        return "jax" if self.strategy.startswith("jax") else "tensorflow"
+        return self.strategy_record.keras_backend
 
     def learning_rate_at(self, epoch: int, batch: int, steps_per_epoch: int) -> float:
         return warmup_learning_rate(self.scaled_learning_rate, self.workers, self.warmup_epochs,
@@ -199,6 +196,51 @@ class TrainingConfig:
             options = options.items()
         data["model_options"] = tuple(sorted((str(k), v) for k, v in options))
         return cls(**data)
+
+
+_DEVICES_OF_CASES = {"cpu": "cpu", "cuda": "gpu"}
+
+
+def training_config_dict(case: Case) -> dict[str, JSONScalar]:
+    """The :class:`TrainingConfig` keys of a keras case (``TrainingConfig.from_dict`` checks them).
+
+    The case's algorithm is the model, its params are training keys (epochs, batch_size per
+    worker, learning_rate, lr_scaling, ...); a case without a strategy gets the default one.
+
+    >>> from accelml.cases import DatasetSpec
+    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped", (("name", "digits"),)),
+    ...             params=(("epochs", 2),))
+    >>> config = TrainingConfig.from_dict(training_config_dict(case))
+    >>> config.model, config.dataset, config.epochs, config.strategy == default_strategy().name
+    ('mlp', 'digits', 2, True)
+    """
+    options = dict(case.dataset.options)
+    if case.dataset.source == "keras":
+        dataset = options["name"]
+    elif case.dataset.source == "shipped":
+        dataset = options.get("name", case.dataset.name)
+    elif options.get("generator") == "images":
+        dataset = "generated"
+        options.setdefault("train_samples", options.get("n_samples"))
+    else:
+        dataset = case.dataset.source
+    config: dict[str, JSONScalar] = {
+        "model": case.algorithm,
+        "dataset": dataset,
+        "strategy": case.strategy or default_strategy().name,
+        "workers": case.workers,
+        "device": _DEVICES_OF_CASES.get(case.device, case.device),
+        "seed": case.seed,
+    }
+    for key in ("train_samples", "test_samples", "image_size"):
+        if key in options:
+            config[key] = options[key]
+    if "path" in options:
+        config["data_path"] = options["path"]
+    config.update(case.params_dict)
+    if case.time_limit_s:
+        config.setdefault("time_limit_s", float(case.time_limit_s))
+    return config
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,13 @@
 - ``mpirun``: ``mpirun -np N -bind-to none -map-by slot -x ...`` (Open MPI, inside a job);
 - ``srun``: ``srun --ntasks N --kill-on-bad-exit=1`` (inside a SLURM allocation; Horovod
   finds its ranks through MPI/PMI, tf.distribute through ``SlurmClusterResolver``);
-- ``local-processes``: N plain processes; for ``multiworker`` each gets a ``TF_CONFIG``
-  naming N localhost ports. Single-process strategies (and a 1-rank Horovod run, which
-  needs no launcher) run this way with N = 1.
+- ``local-processes``: N plain processes, each with its rank in ``ACCELML_RANK`` and the
+  variables its strategy's ``local_process_environment`` gives it (``TF_CONFIG`` naming N
+  localhost ports, say). Single-process strategies (and one rank of a multi-process one,
+  which needs no launcher) run this way with N = 1.
+
+What a strategy allows and needs (launchers, variables per rank, MPI under ``srun``) is read
+off its :class:`~accelml.dl.strategies.Strategy` record.
 
 The launch fails (``AccelmlError`` with the failing rank's own error) rather than hangs: when
 one rank reports an error, the others get ``grace_s`` to finish and are then killed, and
@@ -28,25 +32,25 @@ import sys
 import tempfile
 import time
 
-from accelml.dl.config import LAUNCHERS, TrainingConfig, TrainingResult
+from accelml.dl.config import TrainingConfig, TrainingResult
+from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Strategy
 from accelml.errors import AccelmlError, SpecError, UnavailableError
 
-_ALLOWED = {
-    "horovod": ("horovodrun", "mpirun", "srun"),
-    "multiworker": ("local-processes", "srun"),
-}
+RANK_VARIABLE = "ACCELML_RANK"
+"""The rank given to each process that :func:`launch` starts itself (local processes)."""
 
 
-def default_launcher(strategy: str, workers: int = 2) -> str:
-    """``srun`` inside a SLURM allocation for multi-process strategies, else the local one.
+def default_launcher(strategy: Strategy, workers: int = 2) -> str:
+    """``srun`` inside a SLURM allocation where the strategy allows it, else its own default.
 
-    One Horovod rank needs no launcher (``hvd.init()`` alone gives size 1).
+    One worker, or a single-process strategy, runs as one local process (one Horovod rank
+    needs no launcher: ``hvd.init()`` alone gives size 1).
     """
-    if strategy not in _ALLOWED or workers == 1:
-        return "local-processes"
-    if os.environ.get("SLURM_JOB_ID") and shutil.which("srun"):
-        return "srun"
-    return "horovodrun" if strategy == "horovod" else "local-processes"
+    if not strategy.multi_process or workers == 1:
+        return LOCAL_PROCESSES
+    if SRUN in strategy.launchers and os.environ.get("SLURM_JOB_ID") and shutil.which(SRUN):
+        return SRUN
+    return strategy.default_launcher
 
 
 def _free_ports(count: int) -> list[int]:
@@ -61,42 +65,25 @@ def _free_ports(count: int) -> list[int]:
 
 
 def rank_environment(config: TrainingConfig) -> dict[str, str]:
-    """Variables every rank needs: Keras backend, Horovod knobs, XLA host devices.
+    """Variables every rank needs: its Keras backend, and what its strategy asks for
+    (variables read before import, Horovod knobs, XLA host devices).
 
     >>> env = rank_environment(TrainingConfig(strategy="horovod", workers=2,
     ...                        horovod_fusion_threshold_mb=32))
     >>> env["KERAS_BACKEND"], env["HOROVOD_FUSION_THRESHOLD"]
     ('tensorflow', '33554432')
     """
-    env = {"KERAS_BACKEND": config.keras_backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    if config.strategy == "multiworker":
-        env["TF_USE_LEGACY_KERAS"] = "1"
-    if config.horovod_timeline:
-        env["HOROVOD_TIMELINE"] = os.path.abspath(config.horovod_timeline)
-        env["HOROVOD_TIMELINE_MARK_CYCLES"] = "1" if config.horovod_timeline_mark_cycles else "0"
-    if config.horovod_fusion_threshold_mb is not None:
-        env["HOROVOD_FUSION_THRESHOLD"] = str(int(config.horovod_fusion_threshold_mb) * 2**20)
-    elif config.deterministic and config.strategy == "horovod":
-        env["HOROVOD_FUSION_THRESHOLD"] = "0"
-    if config.horovod_cycle_time_ms is not None:
-        env["HOROVOD_CYCLE_TIME"] = str(config.horovod_cycle_time_ms)
-    if config.strategy.startswith("jax") and config.device == "gpu":
-        # XLA otherwise takes 75% of each GPU up front, and the recorded peak GPU memory
-        # would be that, not what the model needs
-        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE",
-                                                              "false")
-    if config.strategy.startswith("jax") and config.device == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
-        if config.workers > 1:
-            flags = os.environ.get("XLA_FLAGS", "")
-            env["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count="
-                                f"{config.workers}").strip()
+    strategy = config.strategy_record
+    env = {"KERAS_BACKEND": strategy.keras_backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.update(strategy.environment_before_import)
+    env.update(strategy.rank_environment(config))
     return env
 
 
 def _commands(config: TrainingConfig, launcher: str, worker: list[str],
               env: dict[str, str]) -> list[tuple[list[str], dict[str, str]]]:
     n = config.workers
+    strategy = config.strategy_record
     if launcher == "horovodrun":
         tool = shutil.which("horovodrun", path=env["PATH"])
         if tool is None:
@@ -111,22 +98,20 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         as_root = ["--allow-run-as-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
         return [([tool, "-np", str(n), "-bind-to", "none", "-map-by", "slot"] + as_root
                  + exported + worker, env)]
-    if launcher == "srun":
-        tool = shutil.which("srun", path=env["PATH"])
+    if launcher == SRUN:
+        tool = shutil.which(SRUN, path=env["PATH"])
         if tool is None:
             raise UnavailableError("srun is not on PATH (not inside a SLURM installation)")
-        # Horovod's ranks are MPI processes started by srun itself: they need SLURM's PMIx
+        # MPI ranks (Horovod's) started by srun itself need SLURM's PMIx
         # (ACCELML_SRUN_MPI overrides it, e.g. pmi2 where Open MPI was built that way).
-        mpi = ([f"--mpi={env.get('ACCELML_SRUN_MPI', 'pmix')}"]
-               if config.strategy == "horovod" else [])
+        mpi = [f"--mpi={env.get('ACCELML_SRUN_MPI', 'pmix')}"] if strategy.mpi_ranks else []
         return [([tool, f"--ntasks={n}", "--kill-on-bad-exit=1"] + mpi + worker, env)]
-    if config.strategy != "multiworker":
-        return [(worker, env)]
-    ports = _free_ports(n)
-    cluster = {"worker": [f"localhost:{port}" for port in ports]}
-    return [(worker, {**env, "TF_CONFIG": json.dumps(
-        {"cluster": cluster, "task": {"type": "worker", "index": index}})})
-        for index in range(n)]
+    if strategy.local_process_environment is None:
+        return [(worker, {**env, RANK_VARIABLE: "0"})]
+    addresses = tuple(f"localhost:{port}" for port in _free_ports(n))
+    return [(worker, {**env, RANK_VARIABLE: str(rank),
+                      **strategy.local_process_environment(rank, addresses)})
+            for rank in range(n)]
 
 
 def _kill(processes: list[subprocess.Popen]) -> None:
@@ -160,12 +145,11 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     """
     if workers is not None:
         config = config.replace(workers=workers)
-    launcher = launcher or config.launcher or default_launcher(config.strategy, config.workers)
+    strategy = config.strategy_record
+    launcher = launcher or config.launcher or default_launcher(strategy, config.workers)
     if launcher not in LAUNCHERS:
         raise SpecError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
-    allowed = _ALLOWED.get(config.strategy, ("local-processes",))
-    if config.workers == 1:
-        allowed = tuple(allowed) + ("local-processes",)
+    allowed = strategy.allowed_launchers(config.workers)
     if launcher not in allowed:
         raise SpecError(f"strategy {config.strategy!r} is launched with "
                         f"{' or '.join(allowed)}, not {launcher!r}")
@@ -184,6 +168,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env = dict(os.environ)
     env.update(rank_environment(config))
     env.update(extra_env or {})
+    env.pop(RANK_VARIABLE, None)  # set per process for local processes only
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     worker = [sys.executable, "-m", "accelml.dl.worker", config_path, results]

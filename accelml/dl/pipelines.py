@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+from accelml.errors import SpecError
+
 
 def steps_per_epoch(train_samples: int, workers: int, batch_size: int,
                     limit: int | None = None) -> int:
@@ -25,7 +27,6 @@ def steps_per_epoch(train_samples: int, workers: int, batch_size: int,
     if limit is not None:
         steps = min(steps, limit)
     if steps < 1:
-        from accelml.errors import SpecError
         raise SpecError(f"{train_samples} training samples give no full batch of {batch_size} "
                         f"per worker for {workers} workers; lower batch_size")
     return steps

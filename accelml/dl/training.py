@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
 from accelml.dl.common import Clock
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.data import load_image_data
-from accelml.dl.strategies import STRATEGY_MODULES
 from accelml.errors import AccelmlError, SpecError
 
 
 def _prepare_environment(config: TrainingConfig) -> None:
-    """Pick the Keras backend (and legacy Keras for multiworker) before anything imports them."""
+    """Pick the Keras backend (and what the strategy needs set) before anything imports them."""
     if (config.checkpoints or config.tensorboard or config.save_model) and not config.output_dir:
         raise SpecError("training checkpoints, tensorboard and save_model need output_dir")
-    wanted = config.keras_backend
+    strategy = config.strategy_record
+    wanted = strategy.keras_backend
     if "keras" in sys.modules:
         have = sys.modules["keras"].backend.backend()
         if have != wanted:
@@ -25,19 +24,21 @@ def _prepare_environment(config: TrainingConfig) -> None:
                                f"process already runs Keras on {have}; use accelml.dl.launch()")
     else:
         os.environ["KERAS_BACKEND"] = wanted
-    if config.strategy == "multiworker" and os.environ.get("TF_USE_LEGACY_KERAS") != "1":
-        if "tensorflow" in sys.modules:
-            raise AccelmlError("strategy 'multiworker' runs on tf_keras and needs "
-                               "TF_USE_LEGACY_KERAS=1 before TensorFlow is imported; "
-                               "use accelml.dl.launch()")
-        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    for name, value in strategy.environment_before_import:
+        if os.environ.get(name) == value:
+            continue
+        loaded = [module for module in ("keras", *strategy.keras_backends) if module in sys.modules]
+        if loaded:
+            raise AccelmlError(f"strategy {config.strategy!r} needs {name}={value} before "
+                               f"{', '.join(loaded)} is imported; use accelml.dl.launch()")
+        os.environ[name] = value
 
 
 def run_training(config: TrainingConfig) -> TrainingResult:
     """Train as this process's share of ``config`` and return what it measured.
 
-    For ``horovod`` and ``multiworker`` every rank calls this (``accelml.dl.launch`` starts
-    them); the other strategies run whole in one process.
+    For multi-process strategies every rank calls this (``accelml.dl.launch`` starts them);
+    the other strategies run whole in one process.
 
     >>> from accelml.dl import TrainingConfig, run_training
     >>> result = run_training(TrainingConfig(model="mlp", dataset="digits", epochs=2))
@@ -49,5 +50,4 @@ def run_training(config: TrainingConfig) -> TrainingResult:
     data = load_image_data(config.dataset, config.data_path, config.train_samples,
                            config.test_samples, config.image_size, config.seed)
     data_s = clock.seconds()
-    module = importlib.import_module(STRATEGY_MODULES[config.strategy])
-    return module.train(config, data).replace(data_s=data_s)
+    return config.strategy_record.train(config, data).replace(data_s=data_s)

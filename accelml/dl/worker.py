@@ -4,6 +4,9 @@ It trains with :func:`accelml.dl.run_training` and writes ``RESULT_DIR/rank-<ran
 ``{"ok": true, "result": {...}}`` or, if anything raised, ``{"ok": false, "error": ...,
 "traceback": ...}``, and then exits at once (a rank that failed must not sit in Horovod's
 shutdown waiting for peers). The launcher reads these files.
+
+>>> process_rank({"ACCELML_RANK": "1", "SLURM_PROCID": "0"}), process_rank({})
+(1, 0)
 """
 
 from __future__ import annotations
@@ -12,21 +15,23 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Mapping
+
+from accelml.dl.config import TrainingConfig
+from accelml.dl.launch import RANK_VARIABLE
+from accelml.dl.training import run_training
 
 
-def process_rank() -> int:
+def process_rank(environment: Mapping[str, str] = os.environ) -> int:
     """This process's rank from whichever launcher started it (0 when alone)."""
-    for name in ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+    for name in (RANK_VARIABLE, "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
                  "SLURM_PROCID"):
-        if os.environ.get(name, "").isdigit():
-            return int(os.environ[name])
-    tf_config = os.environ.get("TF_CONFIG")
-    if tf_config:
-        return int(json.loads(tf_config).get("task", {}).get("index", 0))
+        if environment.get(name, "").isdigit():
+            return int(environment[name])
     return 0
 
 
-def _write(path: str, payload: dict) -> None:
+def _write(path: str, payload: dict[str, object]) -> None:
     partial = path + ".partial"
     with open(partial, "w") as handle:
         json.dump(payload, handle)
@@ -38,9 +43,6 @@ def main(argv: list[str] | None = None) -> int:
     rank = process_rank()
     path = os.path.join(result_dir, f"rank-{rank}.json")
     try:
-        from accelml.dl.config import TrainingConfig
-        from accelml.dl.training import run_training
-
         with open(config_path) as handle:
             config = TrainingConfig.from_dict(json.load(handle))
         result = run_training(config)

@@ -17,52 +17,32 @@ algorithm fails with a clear reason.
 
 from __future__ import annotations
 
-import importlib.util
-
 from accelml.cases import CaseLike, Expectation
+from accelml.dl.engines import probe_keras
+from accelml.dl.strategies import STRATEGIES_POINT, find_strategy, probe_strategy
 from accelml.estimators._algorithms import ALGORITHMS
 from accelml.estimators._registry import Backend
-from accelml.probe import Availability, list_gpus, probe_horovod, probe_jax, probe_keras
-
-
-def _engines() -> tuple[list[str], list[str]]:
-    """(what can run Keras here, why the rest cannot)."""
-    have: list[str] = []
-    lacking: list[str] = []
-    if importlib.util.find_spec("tensorflow") is not None:
-        have.append("tensorflow")
-    else:
-        lacking.append("tensorflow is not installed")
-    jax = probe_jax()
-    if jax.available:
-        have.append("jax")
-    else:
-        lacking.append(jax.detail)
-    return have, lacking
+from accelml.probe import Availability, list_gpus
 
 
 def probe_keras_backend(device: str) -> Availability:
-    """Keras with TensorFlow or JAX; on ``cuda`` a GPU the engine can see.
-
-    It does not import TensorFlow (slow); GPU presence comes from NVML.
-    """
+    """Keras, and the strategies that can train here (each strategy's own probe); on ``cuda``
+    a GPU, as NVML sees it."""
     keras = probe_keras()
     if not keras.available:
         return Availability("keras", device, False, None, keras.detail)
-    engines, lacking = _engines()
-    if not engines:
-        return Availability("keras", device, False, keras.version, "; ".join(lacking))
-    horovod = probe_horovod()
-    strategies = ["single"]
-    if "tensorflow" in engines:
-        strategies += ["mirrored", "multiworker"]
-        if horovod.available:
-            strategies.append("horovod")
-    if "jax" in engines:
-        strategies += ["jax-dataparallel", "jax-pmean"]
-    detail = f"engines: {', '.join(engines)}; strategies: {', '.join(strategies)}"
-    if not horovod.available:
-        detail += f" (horovod: {horovod.detail})"
+    found = [(record, probe_strategy(record)) for record in STRATEGIES_POINT.records()]
+    usable = [record for record, row in found if row.available]
+    lacking = "; ".join(f"{record.name}: {row.detail}" for record, row in found
+                        if not row.available)
+    if not usable:
+        return Availability("keras", device, False, keras.version,
+                            f"no strategy can run here ({lacking})")
+    engines = dict.fromkeys(engine for record in usable for engine in record.keras_backends)
+    detail = (f"engines: {', '.join(engines)}; "
+              f"strategies: {', '.join(record.name for record in usable)}")
+    if lacking:
+        detail += f" (unavailable: {lacking})"
     if device == "cuda":
         gpus, reason = list_gpus()
         if not gpus:
@@ -72,22 +52,26 @@ def probe_keras_backend(device: str) -> Availability:
 
 
 def repeat_expectation(case: CaseLike, deterministic: bool) -> Expectation:
-    """Training repeats bitwise only in deterministic mode; each strategy adds its conditions."""
+    """Training repeats bitwise only in deterministic mode, as far as its strategy promises."""
     if not deterministic:
         return Expectation(False, "Keras training outside deterministic mode draws unseeded "
                                   "initial weights and picks non-deterministic kernels")
-    return Expectation(True, "Keras training in deterministic mode: seeded, deterministic "
-                             "kernels, fixed thread pools")
+    record = find_strategy(case.strategy)
+    if record is None:
+        return Expectation(False, f"strategy {case.strategy!r} is not installed here")
+    return record.determinism.expectation
 
 
 BACKEND = Backend(
     name="keras",
-    summary="Keras 3 models trained data-parallel: single, horovod, mirrored, multiworker, "
-            "jax-dataparallel, jax-pmean (accelml.dl)",
+    summary="Keras 3 models trained data-parallel by accelml.dl's strategies (tf.distribute, "
+            "Horovod, JAX, and any installed as plug-ins)",
     devices=("cpu", "cuda"),
     probe=probe_keras_backend,
     repeat_expectation=repeat_expectation,
-    libraries=("keras", "tensorflow", "tf-keras", "jax", "jaxlib"),
+    cross_device_reason="CPU (Eigen/oneDNN) and GPU (cuDNN/cuBLAS) kernels sum in different "
+                        "orders; rounding differences grow over training steps",
+    libraries=("keras",),
     deep_learning=True,
     measurer="accelml.runner.hooks:measure_keras",
     implementations={},

@@ -27,12 +27,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from accelml.dl.strategies import find_strategy
 from accelml.errors import SpecError
 
 _WALLTIME = re.compile(r"^(?:(?P<days>\d+)-)?(?P<hours>\d+):(?P<minutes>[0-5]?\d):(?P<seconds>[0-5]?\d)$")
 _MEMORY = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-MULTI_PROCESS_STRATEGIES = ("horovod", "multiworker")
-"""Strategies whose ``workers`` are separate processes (ranks) launched inside one job."""
 _WALLTIME_MARGIN_S = 300
 _UNIT_BYTES = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
@@ -83,13 +82,13 @@ def memory_megabytes(n_bytes: int) -> str:
     return f"{math.ceil(n_bytes / 2**20)}M"
 
 
-def _positive_int(value, where: str, minimum: int = 1) -> int:
+def _positive_int(value: object, where: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise SpecError(f"{where} = {value!r}: expected an integer >= {minimum}")
     return value
 
 
-def _optional_text(value, where: str) -> str | None:
+def _optional_text(value: object, where: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str) or any(ch in value for ch in "\n\r"):
@@ -97,7 +96,7 @@ def _optional_text(value, where: str) -> str | None:
     return value
 
 
-def _lines(value, where: str) -> tuple[str, ...]:
+def _lines(value: object, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, Sequence) or not all(isinstance(item, str) for item in value):
@@ -122,19 +121,21 @@ class CaseNeeds:
     memory_bytes: int | None = None
     seconds: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _positive_int(self.cores, "cores")
         _positive_int(self.gpus, "gpus", minimum=0)
         _positive_int(self.ranks, "ranks")
 
     @classmethod
-    def of_case(cls, case) -> CaseNeeds:
+    def of_case(cls, case: object) -> CaseNeeds:
         """Needs read off a case (:class:`accelml.spec.schema.Case` or alike).
 
-        ``device`` "cuda"/"gpu" needs one GPU per worker; ``workers`` are separate ranks
-        for multi-process strategies (horovod, multiworker) and devices of one process
-        otherwise (mirrored, jax-*); ``threads`` are cores; ``memory_limit_mb`` and
-        ``time_limit_s`` size the job.
+        ``device`` "cuda"/"gpu" needs GPUs: one per worker, or what the case's strategy
+        record says (``gpus_per_worker``); ``workers`` are separate ranks where the
+        strategy is multi-process and devices of one process otherwise; ``threads`` are
+        cores (at least the strategy's ``cores_per_rank``); ``memory_limit_mb`` and
+        ``time_limit_s`` size the job. A strategy not installed here is sized as one
+        process with one GPU per worker.
 
         >>> from types import SimpleNamespace as Case
         >>> CaseNeeds.of_case(Case(device="cuda", workers=4, strategy="horovod"))
@@ -145,16 +146,20 @@ class CaseNeeds:
         CaseNeeds(cores=1, gpus=0, ranks=1, memory_bytes=536870912, seconds=60.0)
         """
         workers = int(getattr(case, "workers", None) or 1)
-        strategy = getattr(case, "strategy", None)
-        multi_process = strategy in MULTI_PROCESS_STRATEGIES
+        name = getattr(case, "strategy", None)
+        strategy = None if name is None else find_strategy(name)
         device = str(getattr(case, "device", "cpu") or "cpu").lower()
         on_gpu = device in {"cuda", "gpu"} or device.startswith(("cuda:", "gpu:"))
         memory_mb = getattr(case, "memory_limit_mb", None)
         seconds = getattr(case, "time_limit_s", None)
+        cores, gpus, ranks = int(getattr(case, "threads", None) or 1), workers if on_gpu else 0, 1
+        if strategy is not None:
+            cores = max(cores, strategy.cores_per_rank)
+            gpus, ranks = strategy.gpus(workers, on_gpu), strategy.ranks(workers)
         return cls(
-            cores=int(getattr(case, "threads", None) or 1),
-            gpus=workers if on_gpu else 0,
-            ranks=workers if multi_process else 1,
+            cores=cores,
+            gpus=gpus,
+            ranks=ranks,
             memory_bytes=int(memory_mb) * 2**20 if memory_mb else None,
             seconds=float(seconds) if seconds else None,
         )
@@ -184,7 +189,7 @@ class Resources:
     prologue: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _positive_int(self.cores, "resources.cores")
         _positive_int(self.gpus, "resources.gpus", minimum=0)
         _positive_int(self.ranks, "resources.ranks")

@@ -25,6 +25,9 @@ horovod        ``HOROVOD_FUSION_THRESHOLD=0`` (tensor fusion off: each gradient 
                ``HOROVOD_HIERARCHICAL_ALLREDUCE=0``
 =============  ==========================================================================
 
+The keras rows are what the built-in strategies' records declare
+(:class:`accelml.dl.strategies.Determinism`); a strategy plug-in declares its own.
+
 Environment variables must be in place before the libraries that read them are imported:
 the runner passes ``settings.environment`` to the case's process (or calls :func:`apply`
 first thing in it); every Horovod rank inherits them from ``horovodrun``/``srun``, and each
@@ -47,13 +50,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelml.cases import Case, CaseLike, Experiment, JSONScalar
-from accelml.expectations import algorithm_params, is_deep_learning, uses_horovod, uses_jax
+from accelml.dl.strategies import strategy_named
+from accelml.expectations import algorithm_params, is_deep_learning
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-TF_DETERMINISM_VARIABLES = (("TF_DETERMINISTIC_OPS", "1"), ("TF_CUDNN_DETERMINISTIC", "1"))
-HOROVOD_VARIABLES = (("HOROVOD_FUSION_THRESHOLD", "0"), ("HOROVOD_HIERARCHICAL_ALLREDUCE", "0"))
 CUDA_VARIABLES = (("CUBLAS_WORKSPACE_CONFIG", ":4096:8"),)
-JAX_FLAG = "--xla_gpu_deterministic_ops=true"
 
 
 @dataclass(frozen=True)
@@ -115,25 +116,18 @@ def settings_for(case: CaseLike, *, seed: int | None = None,
     tensorflow = False
     training: tuple[tuple[str, JSONScalar], ...] = ()
     if is_deep_learning(case):
-        # accelml.dl seeds TF and enables op determinism in every rank for deterministic=True
-        # (and turns Horovod fusion off); the variables below cover what it does not.
+        # accelml.dl seeds the engine and enables op determinism in every rank for
+        # deterministic=True; the variables the case's strategy record declares (set before
+        # its libraries load) cover what it does not.
         training = (("deterministic", True), ("seed", seed))
-        if uses_jax(case):
-            flags = os.environ.get("XLA_FLAGS", "")
-            environment["XLA_FLAGS"] = flags if JAX_FLAG in flags else (flags + " " + JAX_FLAG).strip()
-        else:
-            tensorflow = True
-            environment.update(TF_DETERMINISM_VARIABLES)
-            if threads is not None:
-                environment["TF_NUM_INTRAOP_THREADS"] = str(threads)
-                environment["TF_NUM_INTEROP_THREADS"] = "1"
+        determinism = strategy_named(case.strategy).determinism
+        environment.update(determinism.environment(threads))
+        tensorflow = determinism.seeds_tensorflow
         if case.device in ("cuda", "gpu"):
             environment.update(CUDA_VARIABLES)
             notes.append("deterministic GPU kernels are slower; timings in this mode are not "
                          "the library's best")
-        if uses_horovod(case):
-            environment.update(HOROVOD_VARIABLES)
-            notes.append("Horovod tensor fusion is off: allreduce is slower than in normal runs")
+        notes.extend(determinism.notes)
         params = tuple(sorted(dict(case.params).items()))
     else:
         params = deterministic_params(case.algorithm, case.params, seed, threads)

@@ -17,6 +17,7 @@ import platform
 import socket
 import sys
 
+from accelml.dl.strategies import strategy_libraries
 from accelml.estimators import BACKENDS
 from accelml.probe import list_gpus
 from accelml.results.records import Environment, GPUDevice
@@ -25,15 +26,6 @@ CORE_LIBRARIES = (
     "accelml", "numpy", "scipy", "dask", "distributed", "dask-jobqueue", "threadpoolctl", "pandas",
 )
 """accelml's own distributions; each backend and strategy adds the libraries it declares."""
-
-
-def strategy_libraries() -> tuple[str, ...]:
-    """The libraries the deep-learning strategies add to the fingerprint (Horovod).
-
-    The integrator replaces this with the union of the strategy records' ``libraries``
-    (``accelml.dl.strategies.STRATEGIES_POINT``), once strategies are records.
-    """
-    return ("horovod",)
 
 
 def environment_libraries() -> tuple[str, ...]:

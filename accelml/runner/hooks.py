@@ -16,8 +16,8 @@ every rank's weight digest in ``dl.rank_weight_digests``.
 
 The keras measurer below turns a case into :class:`accelml.dl.config.TrainingConfig`
 (``algorithm`` is the model; ``params`` are training keys such as epochs, batch_size per
-worker, learning_rate, lr_scaling), runs it with ``accelml.dl.launch`` (or
-``accelml.dl.run_training`` for one process), and reports epoch times without the first
+worker, learning_rate, lr_scaling), runs it with ``accelml.dl.launch`` (which starts the
+ranks its strategy needs), and reports epoch times without the first
 epoch, images/s, loss and accuracy per epoch and test accuracy.
 """
 
@@ -28,11 +28,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from accelml.errors import UnavailableError
+from accelml.cases import Case
+from accelml.dl import launch
+from accelml.dl.config import TrainingConfig, TrainingResult, training_config_dict
 from accelml.estimators import get_backend
 from accelml.results.records import (
     DatasetInfo,
@@ -69,70 +70,26 @@ class Measurements:
     task: str = ""          # classification, regression, clustering, decomposition
 
 
-def measurer_for(backend: str) -> Callable[[Any, MeasureContext], Measurements] | None:
+def measurer_for(backend: str) -> Callable[[Case, MeasureContext], Measurements] | None:
     """The measurer ``backend``'s record names (imported now), or None: the runner's own."""
     target = get_backend(backend).measurer
     if not target:
         return None
     module, _, name = target.partition(":")
-    measurer: Callable[[Any, MeasureContext], Measurements] = getattr(importlib.import_module(module), name)
+    measurer: Callable[[Case, MeasureContext], Measurements] = getattr(
+        importlib.import_module(module), name)
     return measurer
 
 
-_DL_DEVICES = {"cpu": "cpu", "cuda": "gpu"}
-
-
-def training_config_dict(case: Any) -> dict[str, Any]:
-    """The ``TrainingConfig`` keys for a keras case (validated by ``TrainingConfig.from_dict``)."""
-    options = dict(case.dataset.options)
-    if case.dataset.source == "keras":
-        dataset = options["name"]
-    elif case.dataset.source == "shipped":
-        dataset = options.get("name", case.dataset.name)
-    elif options.get("generator") == "images":
-        dataset = "generated"
-        options.setdefault("train_samples", options.get("n_samples"))
-    else:
-        dataset = case.dataset.source
-    config: dict[str, Any] = {
-        "model": case.algorithm,
-        "dataset": dataset,
-        "strategy": case.strategy or "single",
-        "workers": case.workers,
-        "device": _DL_DEVICES.get(case.device, case.device),
-        "seed": getattr(case, "seed", 0),
-    }
-    for key in ("train_samples", "test_samples", "image_size"):
-        if key in options:
-            config[key] = options[key]
-    if "path" in options:
-        config["data_path"] = options["path"]
-    config.update(case.params_dict)
-    if getattr(case, "time_limit_s", None):
-        config.setdefault("time_limit_s", float(case.time_limit_s))
-    return config
-
-
-def measure_keras(case: Any, context: MeasureContext) -> Measurements:
-    try:
-        from accelml.dl.config import TrainingConfig
-        import accelml.dl as dl
-    except ImportError as error:
-        raise UnavailableError(f"the keras backend needs accelml.dl: {error}") from None
+def measure_keras(case: Case, context: MeasureContext) -> Measurements:
+    """Train a keras case with :func:`accelml.dl.launch` (which starts its ranks, if any)."""
     config = TrainingConfig.from_dict(training_config_dict(case))
     if config.output_dir is None and (config.checkpoints or config.tensorboard or config.save_model):
         config = config.replace(output_dir=str(Path(context.workdir) / "training"))
-    launch = getattr(dl, "launch", None)
-    if launch is not None:
-        result = launch(config)
-    elif config.multi_process:
-        raise UnavailableError("accelml.dl has no launch() for multi-process strategies")
-    else:
-        result = dl.run_training(config)
-    return measurements_from_training(result, config)
+    return measurements_from_training(launch(config), config)
 
 
-def measurements_from_training(result: Any, config: Any) -> Measurements:
+def measurements_from_training(result: TrainingResult, config: TrainingConfig) -> Measurements:
     """Convert an ``accelml.dl`` TrainingResult into runner measurements (first epoch = warm-up)."""
     epochs = tuple(
         EpochRecord(epoch=e.epoch, seconds=e.seconds, loss=e.loss, accuracy=e.accuracy)
@@ -144,8 +101,7 @@ def measurements_from_training(result: Any, config: Any) -> Measurements:
         timings.append(PhaseTiming.from_samples("epoch", steady, [result.epochs[0].seconds]))
     else:
         timings.append(PhaseTiming.from_samples("epoch", [result.epochs[0].seconds]))
-    if getattr(result, "data_s", None) is not None:
-        timings.append(PhaseTiming.from_samples("load", [result.data_s]))
+    timings.append(PhaseTiming.from_samples("load", [result.data_s]))
     scores = []
     if result.test_accuracy is not None:
         scores.append(Score("accuracy", float(result.test_accuracy), True))
@@ -162,7 +118,7 @@ def measurements_from_training(result: Any, config: Any) -> Measurements:
         images_per_second=float(images_per_second),
         warmup_epochs=1 if steady else 0,
         strategy=result.strategy,
-        lr_scaling=getattr(config, "lr_scaling", "linear"),
+        lr_scaling=config.lr_scaling,
         rank_weight_digests=tuple(result.rank_digests),
         final_loss=float(result.final_loss),
         final_accuracy=None if result.final_accuracy is None else float(result.final_accuracy),

@@ -11,7 +11,7 @@
 - ``default.toml``: the spec ``python -m accelml compare`` runs without an argument.
 """
 
-from accelml.spec.load import load_spec, load_spec_text
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy
+from accelml.spec.load import load_spec, load_spec_text
 
 __all__ = ["Case", "DatasetSpec", "Experiment", "RepeatPolicy", "load_spec", "load_spec_text"]

@@ -63,6 +63,9 @@ from typing import Any
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
 from accelml.datasets.loaders import FILE_FORMATS
 from accelml.datasets.registry import NAMED_SOURCES
+from accelml.dl.config import TrainingConfig, training_config_dict
+from accelml.dl.models import MODELS
+from accelml.dl.strategies import STRATEGIES_POINT, default_strategy
 from accelml.errors import SpecError
 from accelml.estimators import BACKENDS
 from accelml.estimators import algorithms as algorithm_infos
@@ -92,18 +95,9 @@ def _known_names() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], di
             {info.name: tuple(info.backends) for info in infos})
 
 
-def _dl_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(models, strategies) the deep-learning package offers, or empty tuples if it is absent."""
-    try:
-        from accelml.dl.config import STRATEGIES
-    except ImportError:
-        return (), ()
-    try:
-        from accelml.dl.models import MODELS
-        models = tuple(sorted(MODELS))
-    except ImportError:
-        models = ()
-    return models, tuple(STRATEGIES)
+def _dl_names() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(models, strategies, the default strategy) the deep-learning package offers."""
+    return tuple(sorted(MODELS)), tuple(sorted(STRATEGIES_POINT.names())), default_strategy().name
 
 
 class _Spec:
@@ -278,7 +272,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
         if key not in table:
             raise spec.error(f"{where}.{key}", "missing (every case needs algorithm, backend and dataset)")
     algorithms, backends, tasks, implemented = _known_names()
-    models, strategies = _dl_names()
+    models, strategies, default_strategy_name = _dl_names()
 
     backend_values = [spec.one_of(b, backends, f"{where}.backend[{i}]" if isinstance(table["backend"], list)
                                   else f"{where}.backend", "backend")
@@ -304,7 +298,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
     for value in worker_values:
         if value < 1:
             raise spec.error(f"{where}.workers", f"expected integers >= 1, got {value}")
-    strategy_values = _as_list(spec, table.get("strategy", "single" if deep else "none"),
+    strategy_values = _as_list(spec, table.get("strategy", default_strategy_name if deep else "none"),
                                f"{where}.strategy", (str,), "strategy name")
     if deep:
         for value in strategy_values:
@@ -411,12 +405,7 @@ def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device:
 
 def _check_training(spec: _Spec, where: str, model: str, backend: str, device: str, workers: int,
                     strategy: str, dataset: DatasetSpec, params: dict[str, Any]) -> None:
-    """Validate a keras case through the deep-learning package's own config, when it is there."""
-    try:
-        from accelml.dl.config import TrainingConfig
-        from accelml.runner.hooks import training_config_dict
-    except ImportError:
-        return
+    """Validate a keras case through the deep-learning package's own config."""
     probe = Case(algorithm=model, backend=backend, device=device, dataset=dataset,
                  workers=workers, strategy=strategy, params=tuple(sorted(params.items())))
     try:

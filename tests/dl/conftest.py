@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def horovod_ready():
     """Skip (with the reason) where Horovod or horovodrun is not installed."""
-    from accelml.probe import probe_horovod
+    from accelml.dl.strategies.horovod import probe_horovod
 
     found = probe_horovod()
     if not found.available:

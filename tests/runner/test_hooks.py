@@ -2,7 +2,8 @@
 
 import pytest
 
-from accelml.runner.hooks import measure_keras, measurements_from_training, measurer_for, training_config_dict
+from accelml.dl.config import training_config_dict
+from accelml.runner.hooks import measure_keras, measurements_from_training, measurer_for
 from accelml.spec.load import load_spec_text
 
 dl_config = pytest.importorskip("accelml.dl.config")

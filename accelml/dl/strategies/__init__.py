@@ -1,15 +1,69 @@
-"""One module per way of spreading training; each has ``train(config, data) -> TrainingResult``.
+"""Ways of spreading training: one module each, holding its :class:`Strategy` record(s).
 
-``tf_fit``: ``single``, ``mirrored``, ``multiworker`` (``model.fit`` under a tf.distribute
-strategy); ``horovod``: a Keras 3 training loop with ``horovod.tensorflow`` all-reduce;
-``jax_steps``: ``jax-dataparallel`` and ``jax-pmean`` (stateless jitted steps on Keras 3/JAX).
+Built in: ``tf_fit`` (``model.fit`` under tf.distribute: one process, several devices of
+one host, or one process per worker), ``horovod`` (a Keras 3 loop with Horovod's
+all-reduce, one process per rank), ``jax_steps`` (stateless jitted steps of Keras 3 on JAX
+over the devices of one process). A third party adds one by writing a module that defines
+``STRATEGY = Strategy(...)`` and naming it in its ``pyproject.toml``::
+
+    [project.entry-points."accelml.strategies"]
+    acme-fit = "acme_fit:STRATEGY"
+
+>>> "single" in STRATEGIES_POINT.names() and default_strategy().name == "single"
+True
+>>> rows = strategy_availability()
+>>> any(row.name == "strategy single" for row in rows)
+True
 """
 
-STRATEGY_MODULES = {
-    "single": "accelml.dl.strategies.tf_fit",
-    "mirrored": "accelml.dl.strategies.tf_fit",
-    "multiworker": "accelml.dl.strategies.tf_fit",
-    "horovod": "accelml.dl.strategies.horovod",
-    "jax-dataparallel": "accelml.dl.strategies.jax_steps",
-    "jax-pmean": "accelml.dl.strategies.jax_steps",
-}
+from __future__ import annotations
+
+import dataclasses
+
+from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow
+from accelml.dl.strategies._record import (
+    LAUNCHERS,
+    LOCAL_PROCESSES,
+    SRUN,
+    STRATEGIES_POINT,
+    Determinism,
+    Strategy,
+    default_strategy,
+    find_strategy,
+    no_rank_variables,
+    no_variables,
+    strategy_libraries,
+    strategy_named,
+)
+from accelml.probe import Availability
+
+__all__ = ["LAUNCHERS", "LOCAL_PROCESSES", "SRUN", "STRATEGIES_POINT", "Determinism", "Strategy",
+           "default_strategy", "find_strategy", "no_rank_variables", "no_variables",
+           "probe_strategy", "strategy_availability", "strategy_libraries", "strategy_named"]
+
+
+def probe_strategy(record: Strategy) -> Availability:
+    """Whether ``record`` can run here, as the row ``strategy <name>``; a probe that raises
+    (a third party's bug) makes it unavailable with the error, never breaks the caller."""
+    try:
+        found = record.probe()
+    except Exception as error:
+        found = Availability(record.name, "-", False, None,
+                             f"its probe raised {type(error).__name__}: {error}")
+    return dataclasses.replace(found, name=f"strategy {record.name}", device="-",
+                               summary=record.doc)
+
+
+def strategy_availability() -> list[Availability]:
+    """Rows for ``accelml backends``: Keras and its engines, then one row per strategy
+    (``strategy <name>``), then third-party strategies that failed to load, with the reason."""
+    rows = [dataclasses.replace(probe(), summary=summary) for probe, summary in (
+        (probe_keras, "Keras 3"),
+        (probe_tensorflow, "TensorFlow, an engine of Keras"),
+        (probe_jax, "JAX, an engine of Keras"))]
+    rows.extend(probe_strategy(record) for record in STRATEGIES_POINT.records())
+    for broken in STRATEGIES_POINT.broken():
+        rows.append(Availability(broken.entry_point.partition(" = ")[0], "-", False, None,
+                                 f"plug-in {broken.entry_point} ({broken.group}) failed to "
+                                 f"load: {broken.reason}", "broken third-party plug-in"))
+    return rows

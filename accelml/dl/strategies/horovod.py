@@ -15,22 +15,39 @@ Horovod's TensorFlow primitives, doing what the tutorials' callbacks did:
 - checkpoints, TensorBoard, the CSV log and the final model written by rank 0 only.
 
 ``HOROVOD_TIMELINE``, ``HOROVOD_FUSION_THRESHOLD`` and ``HOROVOD_CYCLE_TIME`` come from the
-environment the launcher sets (see :mod:`accelml.dl.launch`).
+environment the launcher sets from the config's ``horovod_*`` keys (:func:`horovod_environment`,
+which a strategy on another Horovod backend can reuse).
+
+>>> env = horovod_environment(TrainingConfig(strategy="horovod", workers=2, deterministic=True))
+>>> env["HOROVOD_FUSION_THRESHOLD"]
+'0'
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
-from accelml.dl.common import (Clock, EpochLog, files_under, learning_rate_value,
-                               make_learning_rate, make_optimizer, require_tensorboard, versions,
-                               weights_digest)
+from accelml.cases import Expectation
+from accelml.dl.common import (
+    Clock,
+    EpochLog,
+    files_under,
+    learning_rate_value,
+    make_learning_rate,
+    make_optimizer,
+    require_tensorboard,
+    versions,
+    weights_digest,
+)
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
+from accelml.dl.engines import probe_keras, requirements, tensorflow_deterministic_environment, tensorflow_installed
 from accelml.dl.models import build_model
-from accelml.dl.pipelines import steps_per_epoch, evaluation_dataset, train_dataset
-from accelml.dl.strategies import tf_devices
+from accelml.dl.pipelines import evaluation_dataset, steps_per_epoch, train_dataset
+from accelml.dl.strategies import SRUN, Determinism, Strategy, tf_devices
 from accelml.errors import AccelmlError, UnavailableError
+from accelml.probe import Availability, distribution_version, find_launcher, import_or_reason
 
 
 def _import_horovod():
@@ -170,3 +187,60 @@ def _write_epoch(tf, config: TrainingConfig, model, summaries, record: EpochReco
                 for weight in model.weights:
                     tf.summary.histogram(weight.path, weight.value)
         summaries.flush()
+
+
+def probe_horovod() -> Availability:
+    """Horovod's TensorFlow binding (which of gloo, MPI, NCCL it was built with) and horovodrun."""
+    module, reason = import_or_reason("horovod.tensorflow", "horovod", "horovod (make builds it)")
+    if module is None:
+        return Availability("horovod", "-", False, None, reason)
+    built = [name for name, check in (("gloo", module.gloo_built),  # type: ignore[attr-defined]
+                                      ("mpi", module.mpi_built),  # type: ignore[attr-defined]
+                                      ("nccl", module.nccl_built))  # type: ignore[attr-defined]
+             if check()]
+    if find_launcher("horovodrun") is None:
+        return Availability("horovod", "-", False, distribution_version("horovod"), "horovodrun is not on PATH")
+    return Availability("horovod", "-", True, distribution_version("horovod"), "built: " + ", ".join(built))
+
+
+def horovod_environment(config: TrainingConfig) -> dict[str, str]:
+    """Horovod's knobs from the config: timeline, tensor fusion (off in deterministic mode
+    unless set), cycle time."""
+    env = {}
+    if config.horovod_timeline:
+        env["HOROVOD_TIMELINE"] = os.path.abspath(config.horovod_timeline)
+        env["HOROVOD_TIMELINE_MARK_CYCLES"] = "1" if config.horovod_timeline_mark_cycles else "0"
+    if config.horovod_fusion_threshold_mb is not None:
+        env["HOROVOD_FUSION_THRESHOLD"] = str(int(config.horovod_fusion_threshold_mb) * 2**20)
+    elif config.deterministic:
+        env["HOROVOD_FUSION_THRESHOLD"] = "0"
+    if config.horovod_cycle_time_ms is not None:
+        env["HOROVOD_CYCLE_TIME"] = str(config.horovod_cycle_time_ms)
+    return env
+
+
+def horovod_deterministic_environment(threads: int | None) -> dict[str, str]:
+    """TensorFlow's deterministic kernels, and Horovod's tensor fusion off: each gradient is
+    reduced on its own, so chunk boundaries and summation order do not depend on timing."""
+    return {**tensorflow_deterministic_environment(threads),
+            "HOROVOD_FUSION_THRESHOLD": "0", "HOROVOD_HIERARCHICAL_ALLREDUCE": "0"}
+
+
+STRATEGY = Strategy(
+    name="horovod",
+    doc="one process per rank, Keras 3 on TensorFlow, gradients averaged by Horovod's allreduce",
+    keras_backends=("tensorflow",),
+    train=train,
+    probe=functools.partial(requirements, probe_keras, tensorflow_installed, probe_horovod),
+    determinism=Determinism(
+        Expectation(True, "seeds, TF op determinism and Horovod fusion off: every allreduce "
+                          "sums in rank order, so runs repeat bitwise"),
+        environment=horovod_deterministic_environment, seeds_tensorflow=True,
+        notes=("Horovod tensor fusion is off: allreduce is slower than in normal runs",)),
+    libraries=("keras", "tensorflow", "horovod"),
+    multi_process=True,
+    launchers=("horovodrun", "mpirun", SRUN),
+    default_launcher="horovodrun",
+    mpi_ranks=True,
+    rank_environment=horovod_environment,
+)

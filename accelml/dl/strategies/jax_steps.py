@@ -23,17 +23,30 @@ Dropout draws the same masks on every device (the seed state is replicated).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 
 import numpy as np
 
-from accelml.dl.common import (Clock, EpochLog, files_under, learning_rate_value,
-                               make_learning_rate, make_optimizer, require_tensorboard, versions,
-                               weights_digest)
+from accelml.cases import Expectation
+from accelml.dl.common import (
+    Clock,
+    EpochLog,
+    files_under,
+    learning_rate_value,
+    make_learning_rate,
+    make_optimizer,
+    require_tensorboard,
+    versions,
+    weights_digest,
+)
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
+from accelml.dl.engines import jax_deterministic_environment, probe_jax, probe_keras, requirements
 from accelml.dl.models import build_model
 from accelml.dl.pipelines import steps_per_epoch
+from accelml.dl.strategies import Determinism, Strategy
 from accelml.errors import SpecError, UnavailableError
 
 
@@ -64,8 +77,9 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         import jax.numpy as jnp
     except ImportError as error:
         raise UnavailableError(f"jax does not import: {error}") from None
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     import keras
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     if keras.backend.backend() != "jax":
         raise UnavailableError(f"Keras runs on {keras.backend.backend()}; set KERAS_BACKEND=jax "
@@ -323,3 +337,44 @@ def _summary_writer(config: TrainingConfig):
         writer.flush()
 
     return write
+
+
+def jax_rank_environment(config: TrainingConfig) -> dict[str, str]:
+    """JAX on the config's device: on CPU, ``workers`` XLA host devices; on GPU, no up-front
+    memory grab (XLA otherwise takes 75% of each GPU, and the recorded peak GPU memory
+    would be that, not what the model needs).
+
+    >>> jax_rank_environment(TrainingConfig(strategy="jax-pmean", workers=2))["JAX_PLATFORMS"]
+    'cpu'
+    """
+    if config.device == "gpu":
+        return {"XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE",
+                                                                "false")}
+    env = {"JAX_PLATFORMS": "cpu"}
+    if config.workers > 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count="
+                            f"{config.workers}").strip()
+    return env
+
+
+_DATA_PARALLEL = Strategy(
+    name="jax-dataparallel",
+    doc="Keras 3 on JAX, one process: one jitted step over the global batch sharded across "
+        "`workers` devices (keras.distribution.DataParallel; global BatchNorm)",
+    keras_backends=("jax",),
+    train=train,
+    probe=functools.partial(requirements, probe_keras, probe_jax),
+    determinism=Determinism(Expectation(True, "seeds and XLA deterministic ops"),
+                            environment=jax_deterministic_environment),
+    libraries=("keras", "jax", "jaxlib"),
+    rank_environment=jax_rank_environment,
+)
+
+STRATEGY = (
+    _DATA_PARALLEL,
+    dataclasses.replace(
+        _DATA_PARALLEL, name="jax-pmean",
+        doc="Keras 3 on JAX, one process: the step runs per device under jax.shard_map and "
+            "one pmean averages the gradients (Horovod semantics; BatchNorm per device)"),
+)

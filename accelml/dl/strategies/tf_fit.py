@@ -14,18 +14,37 @@ directories that are removed, as tf.distribute requires).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import os
 import shutil
 import tempfile
 
-from accelml.dl.common import (Clock, EpochLog, files_under, learning_rate_value,
-                               make_learning_rate, make_optimizer, require_tensorboard, versions,
-                               weights_digest)
+from accelml.cases import Expectation
+from accelml.dl.common import (
+    Clock,
+    EpochLog,
+    files_under,
+    learning_rate_value,
+    make_learning_rate,
+    make_optimizer,
+    require_tensorboard,
+    versions,
+    weights_digest,
+)
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
+from accelml.dl.engines import (
+    installed,
+    probe_keras,
+    requirements,
+    tensorflow_deterministic_environment,
+    tensorflow_installed,
+)
 from accelml.dl.models import build_model
-from accelml.dl.pipelines import steps_per_epoch, evaluation_dataset, train_dataset
-from accelml.dl.strategies import tf_devices
+from accelml.dl.pipelines import evaluation_dataset, steps_per_epoch, train_dataset
+from accelml.dl.strategies import LOCAL_PROCESSES, SRUN, Determinism, Strategy, tf_devices
 from accelml.errors import UnavailableError
 
 
@@ -70,8 +89,6 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             task = int(os.environ["SLURM_PROCID"])
             processes = _tasks_per_node()
         elif os.environ.get("TF_CONFIG"):
-            import json
-
             task = int(json.loads(os.environ["TF_CONFIG"])["task"]["index"])
             processes = config.workers
         local_index = int(os.environ.get("SLURM_LOCALID", "0")) if _slurm_step() else task
@@ -210,3 +227,47 @@ def _replica_digests(model, strategy) -> tuple[str, ...]:
         for replica, copy in enumerate(copies):
             per_replica[replica].append(weight.numpy() if sync_on_read else copy.numpy())
     return tuple(weights_digest(arrays) for arrays in per_replica)
+
+
+def _tf_config(rank: int, addresses: tuple[str, ...]) -> dict[str, str]:
+    """``multiworker`` as local processes: every rank gets the cluster and its own index."""
+    return {"TF_CONFIG": json.dumps({"cluster": {"worker": list(addresses)},
+                                     "task": {"type": "worker", "index": rank}})}
+
+
+_SINGLE = Strategy(
+    name="single",
+    doc="one process, one device: model.fit (Keras 3 on TensorFlow)",
+    keras_backends=("tensorflow",),
+    train=train,
+    probe=functools.partial(requirements, probe_keras, tensorflow_installed),
+    determinism=Determinism(Expectation(True, "seeds, TF op determinism and fixed thread pools"),
+                            environment=tensorflow_deterministic_environment,
+                            seeds_tensorflow=True),
+    libraries=("keras", "tensorflow"),
+    max_workers=1,
+    default=True,
+)
+_IN_DEVICE_ORDER = dataclasses.replace(_SINGLE.determinism, expectation=Expectation(
+    True, "seeds and TF op determinism; tf.distribute all-reduces in a fixed device order"))
+
+STRATEGY = (
+    _SINGLE,
+    dataclasses.replace(
+        _SINGLE, name="mirrored", max_workers=None, default=False,
+        doc="tf.distribute.MirroredStrategy: one process, `workers` devices of one host "
+            "(logical CPU devices without GPUs)",
+        determinism=_IN_DEVICE_ORDER),
+    dataclasses.replace(
+        _SINGLE, name="multiworker", max_workers=None, default=False,
+        doc="tf.distribute.MultiWorkerMirroredStrategy: one process per worker, on tf_keras",
+        probe=functools.partial(requirements, probe_keras, tensorflow_installed,
+                                functools.partial(installed, "tf_keras", "tf-keras", "tf-keras")),
+        determinism=_IN_DEVICE_ORDER,
+        libraries=("keras", "tensorflow", "tf-keras"),
+        multi_process=True,
+        launchers=(LOCAL_PROCESSES, SRUN),
+        local_process_environment=_tf_config,
+        # MultiWorkerMirroredStrategy with Keras 3's fit fails (tensorflow/tensorflow#72388)
+        environment_before_import=(("TF_USE_LEGACY_KERAS", "1"),)),
+)
