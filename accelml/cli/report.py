@@ -45,13 +45,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from rich.console import Console
 
+    from accelml.report.html import write_html
     from accelml.report.render import load_report
 
     report = load_report(args.run_id, args.results_dir, reference=args.reference,
                          against=args.against, against_dir=args.against_dir)
     written = []
     if args.html:
-        written.append(("HTML report", report.write_html(args.html)))
+        written.append(("HTML report", write_html(report, args.html)))
     if args.plots:
         for path in report.write_plots(args.plots, args.plot_format):
             written.append(("plot", path))

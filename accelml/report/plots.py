@@ -29,9 +29,12 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
            "#8c8c8c", "#ccb974", "#64b5cd")
@@ -166,6 +169,9 @@ def _colours(keys: list[str], reference_keys: set[str]) -> dict[str, str]:
 
 def time_figure(chart: TimeChart) -> Figure:
     """Horizontal bars of median time per backend/device, error bars, speedup text."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
     phases = [(phase, bars) for phase, bars in chart.phases if bars]
     if not phases:
         raise ValueError(f"no timed phase for {chart.algorithm!r}")
@@ -272,6 +278,9 @@ class ScalingChart:
 
 def scaling_figure(chart: ScalingChart) -> Figure:
     """Epoch time, images/s and speedup against the number of workers (with ideal lines)."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
     if not any(series.points for series in chart.series):
         raise ValueError(f"no scaling points for {chart.title!r}")
     workers = sorted({p.workers for s in chart.series for p in s.points})
@@ -348,7 +357,8 @@ class HeatMap:
 
 def heatmap_figure(heatmap: HeatMap) -> Figure:
     """The matrix as coloured cells with each value written in its cell."""
-    import numpy as np
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
 
     rows, columns = len(heatmap.row_labels), len(heatmap.column_labels)
     if not rows or not columns:
@@ -392,6 +402,9 @@ class RatioChart:
 
 
 def ratio_figure(chart: RatioChart) -> Figure:
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
     if not chart.labels:
         raise ValueError("no common cases to compare")
     with rc_context(STYLE):
@@ -422,6 +435,8 @@ def ratio_figure(chart: RatioChart) -> Figure:
 
 def figure_svg(figure: Figure) -> str:
     """The figure as an ``<svg>`` element to inline in an HTML page (XML prolog stripped)."""
+    from matplotlib import rc_context
+
     buffer = io.StringIO()
     with rc_context(STYLE):
         figure.savefig(buffer, format="svg")
@@ -431,6 +446,8 @@ def figure_svg(figure: Figure) -> str:
 
 def save_figure(figure: Figure, path: str | Path) -> Path:
     """Write the figure as PNG or SVG (chosen by the file's suffix)."""
+    from matplotlib import rc_context
+
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg"):
         raise ValueError(f"plot files are .png or .svg, not {path.suffix!r}")

@@ -21,11 +21,15 @@ speedup = t(1) / t(N), efficiency = speedup / N.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from accelml.cases import canonical_json
 from accelml.results.records import CaseResult
+
+PHASES = ("fit", "predict", "epoch")
+"""The timed phases a report shows, in order."""
 
 
 @dataclass(frozen=True)
@@ -131,3 +135,58 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
             result.case_id, base.case_id, result.workers, value, value / result.workers,
             None if result.dl is None else result.dl.images_per_second)
     return found
+
+
+@dataclass(frozen=True)
+class GeometricMeanSpeedup:
+    """exp(mean(log speedup)) over the cases of one backend/device that have a reference case."""
+
+    backend: str
+    device: str
+    phase: str
+    value: float
+    cases: int
+    minimum: float
+    maximum: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "device": self.device, "phase": self.phase,
+                "value": self.value, "cases": self.cases, "minimum": self.minimum,
+                "maximum": self.maximum}
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    """The geometric mean of the positive, finite values (NaN when there are none).
+
+    >>> round(geometric_mean([2.0, 8.0]), 6)
+    4.0
+    """
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    if not values:
+        return math.nan
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def geometric_mean_speedups(results: Iterable[CaseResult], reference: str | None
+                            ) -> tuple[GeometricMeanSpeedup, ...]:
+    """One entry per (backend, device, phase) with at least one case measured against the reference.
+
+    The reference cases themselves (speedup 1 by definition) are left out.
+    """
+    if not reference:
+        return ()
+    results = list(results)
+    by_id = {result.case_id: result for result in results}
+    found = []
+    for phase in PHASES:
+        groups: dict[tuple[str, str], list[float]] = {}
+        for case_id, value in speedups(results, reference, phase).items():
+            if value.reference_case_id == case_id:
+                continue
+            result = by_id[case_id]
+            groups.setdefault((result.backend, result.device), []).append(value.value)
+        for (backend, device), values in groups.items():
+            found.append(GeometricMeanSpeedup(backend, device, phase, geometric_mean(values),
+                                              len(values), min(values), max(values)))
+    order = {phase: index for index, phase in enumerate(PHASES)}
+    return tuple(sorted(found, key=lambda s: (s.backend, s.device, order[s.phase])))

@@ -7,10 +7,12 @@ case itself; a failed case is never a reference and shows "-"), the main score,
 agreement with the reference case's predictions, and status (with the reason of a failure
 and a ``noisy`` flag when the median's interval stayed wider than the case's target).
 
-Agreement: for classification the fraction of equal labels; for clustering the fraction of
-equal labels after the best one-to-one matching of cluster ids; for regression (and other
-real-valued output) the largest absolute difference; for decomposition the same on absolute
-values (component signs are arbitrary). Only cases on the same data are compared.
+Agreement: the headline of :func:`accelml.report.repro.compare_results` between the case and
+its reference case, so the table and the agreement matrix never disagree: label agreement
+(cluster ids matched one-to-one first) where the outputs are labels, else the largest
+absolute difference (cluster centres and PCA outputs matched first), else the final
+accuracy difference of deep-learning cases (:mod:`accelml.report.measures`). Only cases on
+the same data are compared.
 
 >>> from accelml.results.store import ResultsStore
 >>> import tempfile
@@ -23,10 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
-import numpy as np
-
+from accelml.report.measure import Measure, measures
+from accelml.report.repro import compare_results
 from accelml.report.speed import reference_cases, scaling, speedup
 from accelml.results.records import CaseResult, PhaseTiming, RunRecord
 from accelml.results.store import ResultsStore
@@ -36,16 +38,12 @@ MAIN_SCORE = ("accuracy", "r2", "adjusted_rand", "inertia", "explained_variance"
 
 @dataclass(frozen=True)
 class Agreement:
-    """How closely a case's predictions match its reference case's."""
+    """How closely a case's outputs match its reference case's, in one figure."""
 
-    kind: str                # "labels" (fraction equal) or "max_abs_diff"
+    kind: str                # the headline measure's name: "label_agreement", "max_abs_diff", ...
     value: float
     reference_case_id: str
-
-    def text(self) -> str:
-        if self.kind == "labels":
-            return f"{self.value:.2%} labels" if self.value < 1 else "100% labels"
-        return f"max|d| {self.value:.3g}"
+    text: str                # as shown: "labels 98.50%", "max|d| 0.003"
 
 
 @dataclass(frozen=True)
@@ -136,39 +134,18 @@ def _main_score(result: CaseResult) -> tuple[str | None, float | None]:
     return None, None
 
 
-def _matched_label_fraction(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.optimize import linear_sum_assignment
-
-    labels_a, index_a = np.unique(a, return_inverse=True)
-    labels_b, index_b = np.unique(b, return_inverse=True)
-    counts = np.zeros((len(labels_a), len(labels_b)), dtype=np.int64)
-    np.add.at(counts, (index_a, index_b), 1)
-    rows, cols = linear_sum_assignment(-counts)
-    return float(counts[rows, cols].sum() / len(a))
-
-
-def agreement(store: ResultsStore, result: CaseResult, reference: CaseResult) -> Agreement | None:
-    """Agreement of two cases' stored predictions (None when either has none or data differ)."""
-    mine, theirs = result.prediction(), reference.prediction()
-    if mine is None or theirs is None or mine.shape != theirs.shape:
-        return None
+def agreement(store: ResultsStore, result: CaseResult, reference: CaseResult,
+              measures_used: Sequence[Measure] | None = None) -> Agreement | None:
+    """The headline of the comparison of two cases (None when nothing applies or data differ)."""
     if result.dataset_info and reference.dataset_info and \
             result.dataset_info.digest != reference.dataset_info.digest:
         return None
-    try:
-        a, b = store.read_array(mine.digest), store.read_array(theirs.digest)
-    except Exception:   # an array missing from the store: no agreement figure, the rest stands
+    found = compare_results(store, reference, store, result, measures_used=measures_used).headline
+    if found is None:
         return None
-    task = result.task or reference.task
-    if task == "classification":
-        return Agreement("labels", float(np.mean(a == b)), reference.case_id)
-    if task == "clustering":
-        return Agreement("labels", _matched_label_fraction(a, b), reference.case_id)
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    if task == "decomposition":
-        a, b = np.abs(a), np.abs(b)
-    return Agreement("max_abs_diff", float(np.max(np.abs(a - b))) if a.size else 0.0,
-                     reference.case_id)
+    measure, reading = found
+    return Agreement(measure.name, float(reading.value), reference.case_id,
+                     measure.headline_text(reading))
 
 
 def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: str | None
@@ -176,6 +153,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
     results = list(results)
     references = reference_cases(results, reference) if reference else {}
     scalings = scaling(results)
+    found_measures = measures()
     rows = []
     for result in results:
         ref = references.get(result.case_id)
@@ -196,7 +174,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         score_name, score = _main_score(result) if result.ok else (None, None)
         match = None
         if ref is not None and not is_reference and result.ok and ref.ok:
-            match = agreement(store, result, ref)
+            match = agreement(store, result, ref, found_measures)
         status = result.status if result.ok else f"failed ({result.failure.value})"
         rows.append(Row(
             case_id=result.case_id, algorithm=result.algorithm, dataset=result.dataset,
@@ -282,7 +260,7 @@ def rich_table(rows: list[Row], title: str = ""):
         if show_epoch:
             cells.append(row.epoch.text() if row.epoch else "-")
         score = "-" if row.score is None else f"{row.score_name} {row.score:.4g}"
-        match = "ref" if row.is_reference else (row.agreement.text() if row.agreement else "-")
+        match = "ref" if row.is_reference else (row.agreement.text if row.agreement else "-")
         status = _status_text(row, notes.get(row.case_id, (None,))[0])
         style = None if row.status == "ok" else "red"
         cells += [_speedup_text(row), score, match, status]

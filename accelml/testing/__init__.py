@@ -27,6 +27,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from accelml.report.arrays import compare_arrays, value_differences
+
 __all__ = ["assert_equivalent", "assert_reproducible"]
 
 _METHODS = ("predict", "predict_proba", "decision_function", "transform")
@@ -35,8 +37,6 @@ _ALWAYS_RANDOM = ("kmeans", "random_forest_classifier", "random_forest_regressor
 
 
 def _describe_difference(path: str, a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> str:
-    from accelml.report.repro import value_differences
-
     diff = value_differences(a, b)
     a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
     close = np.isclose(b64, a64, rtol=rtol, atol=atol, equal_nan=True)
@@ -85,8 +85,6 @@ def _compare(path: str, a: Any, b: Any, rtol: float, atol: float, labels: str | 
         problems.append(f"{path}: shape {array_a.shape} vs {array_b.shape}")
         return
     if labels is not None or array_a.dtype.kind in "bUS" or array_b.dtype.kind in "bUS":
-        from accelml.report.repro import compare_arrays
-
         task = "clustering" if labels == "clusters" else "classification"
         measure = compare_arrays("labels", array_a, array_b, task=task)
         agreement = measure.label_agreement if measure.label_agreement is not None else 0.0

@@ -15,7 +15,8 @@ import pytest
 from accelml.cli import main
 from accelml.errors import AccelmlError
 from accelml.report.plots import format_speedup
-from accelml.report.render import load_report, read_csv, report
+from accelml.report import load_report, report
+from accelml.report.export import read_csv
 from accelml.results import ResultsStore
 
 from _chromium import MISSING, Browser, BrowserError
