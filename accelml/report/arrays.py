@@ -118,7 +118,8 @@ def match_labels(a: NDArray[np.generic], b: NDArray[np.generic]) -> NDArray[np.g
     renamed_index = mapping[inverse_b.ravel()]
     matched = renamed_index < len(ids_a)
     if matched.all():
-        return ids_a[renamed_index].reshape(b.shape)
+        renamed: NDArray[np.generic] = ids_a[renamed_index].reshape(b.shape)
+        return renamed
     result = np.empty(renamed_index.shape, dtype=object)
     result[matched] = ids_a[renamed_index[matched]]
     return result.reshape(b.shape)
@@ -245,4 +246,8 @@ def compare_arrays(name: str, a: NDArray[np.generic] | None, b: NDArray[np.gener
                               label_agreement=1.0 if identical else agreement, matched=matched)
     candidate, matched = matched_values(name, a, b, task)
     differences = value_differences(a, candidate)
-    return ArrayAgreement(name, "values", identical, int(a.size), matched=matched, **differences)
+    return ArrayAgreement(name, "values", identical, int(a.size),
+                          max_abs_diff=differences["max_abs_diff"],
+                          mean_abs_diff=differences["mean_abs_diff"],
+                          max_rel_diff=differences["max_rel_diff"],
+                          mean_rel_diff=differences["mean_rel_diff"], matched=matched)

@@ -71,7 +71,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,12 @@ import numpy as np
 
 from accelml.errors import AccelmlError, SpecError
 from accelml.expectations import run_to_run_expectation
-from accelml.report.arrays import ArrayAgreement, compare_arrays, is_label_array, matched_values
+from accelml.report.arrays import (
+    ArrayAgreement,
+    compare_arrays,
+    is_label_array,
+    matched_values,
+)
 from accelml.report.measure import Bounds, Ideal, Measure, measures, output_task
 from accelml.report.repro import Agreement, agreement_matrix, case_label
 from accelml.results.records import CaseResult, Environment
@@ -151,7 +156,7 @@ class Tolerances:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, where: str = "tolerances",
-                  measures_used: tuple[Measure, ...] = ()) -> "Tolerances":
+                  measures_used: tuple[Measure, ...] = ()) -> Tolerances:
         """Validated tolerances; ``measures_used`` are the measures whose keys are allowed."""
         data = data or {}
         if not isinstance(data, dict):
@@ -183,7 +188,7 @@ class Tolerances:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.entries)
 
-    def over(self, base: "Tolerances") -> "Tolerances":
+    def over(self, base: Tolerances) -> Tolerances:
         """These tolerances, falling back to ``base`` for keys they lack."""
         merged = dict(base.entries)
         merged.update(self.entries)
@@ -298,7 +303,7 @@ class BaselineCase:
 
     @property
     def label(self) -> str:
-        return self.data.get("label", self.case_id)
+        return str(self.data.get("label", self.case_id))
 
     def identity(self) -> dict[str, Any]:
         return {key: self.data.get(key) for key in
@@ -328,7 +333,7 @@ class BaselineComparison:
 
     @classmethod
     def from_dict(cls, data: Any, where: str, measures_used: tuple[Measure, ...]
-                  ) -> "BaselineComparison":
+                  ) -> BaselineComparison:
         if not isinstance(data, dict) or not all(
                 isinstance(data.get(key), str) for key in ("kind", "reference", "other")):
             raise SpecError(f"{where} must be a table with kind, reference and other (case ids)")
@@ -392,7 +397,7 @@ class Baseline:
         temporary.replace(path)
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "baseline") -> "Baseline":
+    def from_dict(cls, data: Any, where: str = "baseline") -> Baseline:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise SpecError(f"{where}: not an accelml baseline (no \"format\": \"{FORMAT}\")")
         version = data.get("version")
@@ -441,7 +446,7 @@ class Baseline:
         )
 
     @classmethod
-    def read(cls, path: str | Path) -> "Baseline":
+    def read(cls, path: str | Path) -> Baseline:
         """Read and validate a baseline file; :class:`SpecError` (exit 2) when it is not one."""
         path = Path(path)
         try:
@@ -532,7 +537,7 @@ def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAU
                           repeat_bitwise[agreement.a.case_id] and repeat_bitwise[agreement.b.case_id])
         for agreement in matrix.cross_backend + matrix.cross_device + matrix.cross_scale)
     return Baseline(
-        run_id=run.run_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        run_id=run.run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         spec_name=run.spec_name, spec_hash=run.spec_hash,
         environment=run.environment or results[0].environment,
         tolerances=general, cases=tuple(cases), inline_limit=inline_limit,
@@ -614,7 +619,7 @@ class CheckReport:
                          f"of baseline run {self.baseline_run_id}")
             return "\n".join(lines)
         header = ("case", "metric", "baseline", "now", "difference", "tolerance")
-        rows = [header]
+        rows: list[tuple[str, ...]] = [header]
         for drift in self.drifts:
             rows.append(tuple(_cell(value, width) for value in (
                 drift.case, drift.metric, drift.baseline, drift.current, drift.difference,
@@ -855,12 +860,12 @@ def data_says_identical(entry: dict[str, Any]) -> bool:
 
 
 def _what_changed(old: dict[str, Any], new: CaseResult) -> list[str]:
-    current = {"algorithm": new.algorithm, "backend": new.backend, "device": new.device,
+    current: dict[str, Any] = {"algorithm": new.algorithm, "backend": new.backend, "device": new.device,
                "workers": new.workers, "strategy": new.strategy, "dataset": new.dataset,
                "params": dict(new.params)}
     changes = []
     for key, value in current.items():
-        before = old.get(key)
+        before: Any = old.get(key)
         if key == "params":
             before = before or {}
             for name in sorted(set(before) | set(value)):

@@ -72,7 +72,7 @@ class RunComparison:
         return bool(self.environment_differences) or any(c.environment_differs for c in self.cases)
 
     def geometric_mean_ratio(self, phase: str) -> float:
-        return geometric_mean(c.ratio(phase) for c in self.cases if c.ratio(phase) is not None)
+        return geometric_mean(ratio for c in self.cases if (ratio := c.ratio(phase)) is not None)
 
     def to_dict(self) -> dict[str, Any]:
         return {

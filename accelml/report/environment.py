@@ -13,7 +13,6 @@ from typing import Any
 
 from accelml.results.records import Environment
 
-
 HASHED_FIELDS = ("python", "platform", "cpu_model", "logical_cores", "physical_cores",
                  "libraries", "gpus")
 
@@ -52,8 +51,8 @@ def environment_fields(environment: Environment) -> list[tuple[str, str]]:
         ("platform", environment.platform),
         ("CPU", environment.cpu_model),
         ("cores (logical / physical / usable)",
-         f"{environment.logical_cores} / {text(environment.physical_cores)} / "
-         f"{environment.usable_cores}"),
+         (f"{environment.logical_cores} / {text(environment.physical_cores)} / "
+         f"{environment.usable_cores}")),
         ("threads per case", text(environment.threads)),
         ("GPUs", _gpu_text(environment)),
     ]

@@ -9,13 +9,13 @@ from __future__ import annotations
 import csv
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from accelml.cases import canonical_json
 from accelml.report.speed import PHASES
 from accelml.report.table import Row
-
 
 COLUMNS: tuple[tuple[str, type], ...] = (
     ("case_id", str), ("algorithm", str), ("dataset", str), ("backend", str), ("device", str),

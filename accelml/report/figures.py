@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from accelml.errors import AccelmlError
 from accelml.cases import canonical_json
+from accelml.errors import AccelmlError
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
 from accelml.report.labels import params_text, varying_params
@@ -127,9 +129,8 @@ def scaling_charts(results: Sequence[CaseResult]) -> list[plots.ScalingChart]:
     trained = [r for r in results if r.ok and r.timing("epoch") is not None]
     groups: dict[tuple[str, str, str, str, str], list[CaseResult]] = {}
     for result in trained:
-        key = (result.algorithm, result.dataset, result.backend, result.device,
-               canonical_json(dict(result.params)))
-        groups.setdefault(key, []).append(result)
+        groups.setdefault((result.algorithm, result.dataset, result.backend, result.device,
+                           canonical_json(dict(result.params))), []).append(result)
     found: dict[tuple[str, str], list[tuple[str, str | None, list[CaseResult]]]] = {}
     for (algorithm, dataset, backend, device, _), members in groups.items():
         single = [r for r in members if r.workers == 1]
@@ -255,13 +256,13 @@ def report_figures(run: RunRecord, results: Sequence[CaseResult], reference: str
             "Median time per call of each backend and device; error bars: interquartile "
             "range of the counted repeats (warm-up excluded); the figure beside each bar is "
             "the speedup against the reference backend (hatched: noisy).",
-            lambda chart=time_chart: plots.time_figure(chart))
+            partial(plots.time_figure, time_chart))
     for scaling_chart in scaling_charts(results):
         add(f"scaling-{scaling_chart.title}", "scaling", scaling_chart.title,
             "Epoch time (first epoch left out, error bars: interquartile range of the "
             "epochs), throughput in images per second and speedup over 1 worker; dashed: "
             "ideal linear scaling; percentages: parallel efficiency (speedup / workers).",
-            lambda chart=scaling_chart: plots.scaling_figure(chart))
+            partial(plots.scaling_figure, scaling_chart))
     heatmap = None if matrix is None else agreement_heatmap(results, matrix, reference)
     if heatmap is not None:
         add("agreement", "agreement", "Agreement matrix",
@@ -270,14 +271,14 @@ def report_figures(run: RunRecord, results: Sequence[CaseResult], reference: str
             "against its reference case, by its headline measure (label agreement for labels, "
             "1 − max |Δ| for continuous outputs, 1 − |Δ accuracy| for deep learning). "
             "Red: below 90% or not reproducible.",
-            lambda heatmap=heatmap: plots.heatmap_figure(heatmap))
+            partial(plots.heatmap_figure, heatmap))
     for phase in PHASES:
         chart = ratio_chart(run, against, phase)
         if chart is not None:
             add(f"against-{phase}", "against", chart.title,
                 "Time ratio of each case, other run / this run, on a log scale: bars to the "
                 "left (green) are faster in the other run.",
-                lambda chart=chart: plots.ratio_figure(chart))
+                partial(plots.ratio_figure, chart))
     return figures
 
 

@@ -25,8 +25,8 @@ from accelml import __version__
 from accelml.report import plots
 from accelml.report.environment import environment_fields
 from accelml.report.labels import case_label, params_text, varying_params
-from accelml.report.repro import AgreementMatrix, CaseRef
 from accelml.report.report_model import RunReport
+from accelml.report.repro import AgreementMatrix, CaseRef
 from accelml.report.speed import PHASES
 from accelml.report.table import Row, TimingCell
 
@@ -214,8 +214,8 @@ def _against(report: RunReport) -> dict[str, Any] | None:
                     "within noise" if not real else
                     f"other {1 / ratio:.2g}× faster" if ratio < 1 else
                     f"other {ratio:.2g}× slower" if ratio > 1 else "the same"),
-                "faster": real and ratio < 1,
-                "slower": real and ratio > 1,
+                "faster": real and ratio is not None and ratio < 1,
+                "slower": real and ratio is not None and ratio > 1,
             })
         cases.append({"label": case.label, "phases": phases or [{"phase": "–", "this": "–",
                       "other": "–", "ratio": "–", "verdict": "", "faster": False,
@@ -237,7 +237,8 @@ def _environments(report: RunReport) -> list[dict[str, Any]]:
     found = []
     for environment, labels in report.environments:
         # Hostname and SLURM job are not part of the hash: list every one measured under it.
-        same = [r.environment for r in report.results if r.env_hash == environment.env_hash]
+        same = [r.environment for r in report.results
+                if r.environment is not None and r.env_hash == environment.env_hash]
         several = {
             "hostname": sorted({env.hostname for env in same if env.hostname}),
             "SLURM job": sorted({env.slurm_job_id for env in same if env.slurm_job_id}),

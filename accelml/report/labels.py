@@ -10,7 +10,7 @@ with parameters only where they tell cases apart.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from accelml.results.records import CaseResult
 

@@ -32,9 +32,9 @@ cell. ``compute_one(outputs)`` (optional) measures one result alone, for the run
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray

@@ -29,7 +29,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
            "#8c8c8c", "#ccb974", "#64b5cd")
 REFERENCE_COLOUR = "#9a9a9a"
-STYLE = {
+STYLE: dict[Any, Any] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.titleweight": "bold",

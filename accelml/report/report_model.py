@@ -125,7 +125,7 @@ class RunReport:
             return AgreementSection(None, None)
         try:
             return AgreementSection(self.agreement(), None)
-        except Exception as error:  # a broken array must not cost the rest of the report
+        except Exception as error:  # noqa: BLE001 -- a broken array must not cost the rest of the report
             return AgreementSection(None, f"{type(error).__name__}: {error}")
 
     # -- figures ---------------------------------------------------------------------------

@@ -29,14 +29,20 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from accelml.cases import Expectation, JSONScalar
 from accelml.expectations import pair_expectation, run_to_run_expectation
-from accelml.report.arrays import ArrayAgreement, compare_arrays, identical_array, is_label_array
+from accelml.report.arrays import (
+    ArrayAgreement,
+    compare_arrays,
+    identical_array,
+    is_label_array,
+)
 from accelml.report.measure import (
     Measure,
     Outputs,
@@ -254,7 +260,7 @@ def _pairs(results: list[CaseResult], leave_out: tuple[str, ...],
     groups: dict[Identity, list[CaseResult]] = {}
     for result in results:
         groups.setdefault(_identity(result, leave_out), []).append(result)
-    pairs = []
+    pairs: list[tuple[CaseResult, CaseResult]] = []
     for members in groups.values():
         references = [m for m in members if is_reference(m)]
         if not references:

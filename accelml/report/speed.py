@@ -22,8 +22,9 @@ speedup = t(1) / t(N), efficiency = speedup / N.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from accelml.cases import canonical_json
 from accelml.results.records import CaseResult
@@ -105,7 +106,10 @@ def speedups(results: Iterable[CaseResult], reference: str, phase: str = "fit"
     return found
 
 
-def _scaling_key(result: CaseResult, strategy: str | None) -> tuple:
+ScalingKey = tuple[str, str, str, str]
+
+
+def _scaling_key(result: CaseResult, strategy: str | None) -> ScalingKey:
     """What a case and its 1-worker baseline share: everything but the worker count."""
     identity = _identity(result, with_workers=False)
     return (result.backend, result.device, strategy or "single", identity)
@@ -120,7 +124,7 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
     are never a baseline.
     """
     results = [r for r in results if r.ok and r.timing("epoch") is not None]
-    baselines: dict[tuple, CaseResult] = {}
+    baselines: dict[ScalingKey, CaseResult] = {}
     for result in results:
         if result.workers == 1:
             baselines.setdefault(_scaling_key(result, result.strategy), result)
@@ -130,7 +134,10 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
                 or baselines.get(_scaling_key(result, "single")))
         if base is None:
             continue
-        value = base.timing("epoch").median / result.timing("epoch").median
+        base_epoch, epoch = base.timing("epoch"), result.timing("epoch")
+        if base_epoch is None or epoch is None:
+            continue
+        value = base_epoch.median / epoch.median
         found[result.case_id] = Scaling(
             result.case_id, base.case_id, result.workers, value, value / result.workers,
             None if result.dl is None else result.dl.images_per_second)

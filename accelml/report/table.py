@@ -23,15 +23,20 @@ the same data are compared.
 
 from __future__ import annotations
 
+import io
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from accelml.report.measure import Measure, measures
 from accelml.report.repro import compare_results
 from accelml.report.speed import reference_cases, scaling, speedup
 from accelml.results.records import CaseResult, PhaseTiming, RunRecord
 from accelml.results.store import ResultsStore
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 MAIN_SCORE = ("accuracy", "r2", "adjusted_rand", "inertia", "explained_variance")
 
@@ -56,7 +61,7 @@ class TimingCell:
     ci_halfwidth_rel: float
 
     @classmethod
-    def of(cls, timing: PhaseTiming | None) -> "TimingCell | None":
+    def of(cls, timing: PhaseTiming | None) -> TimingCell | None:
         if timing is None:
             return None
         return cls(timing.median, timing.q1, timing.q3, timing.count, timing.noisy,
@@ -99,7 +104,7 @@ class Row:
 
 
 def _unit(seconds: float) -> tuple[str, float]:
-    if seconds != seconds or seconds >= 1:
+    if math.isnan(seconds) or seconds >= 1:
         return "s", 1.0
     if seconds >= 1e-3:
         return "ms", 1e3
@@ -107,21 +112,9 @@ def _unit(seconds: float) -> tuple[str, float]:
 
 
 def _number(value: float) -> str:
-    if value != value:
+    if math.isnan(value):
         return "-"
     return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
-
-
-def _seconds(value: float) -> str:
-    if value != value:
-        return "-"
-    if value >= 100:
-        return f"{value:.0f}s"
-    if value >= 1:
-        return f"{value:.2f}s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.1f}ms"
-    return f"{value * 1e6:.0f}us"
 
 
 def _main_score(result: CaseResult) -> tuple[str | None, float | None]:
@@ -165,12 +158,13 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         # A failed case is never anyone's reference (nor its own): it shows no speedup.
         is_reference = ref is not None and ref.case_id == result.case_id and result.ok
         found = speedup(result, ref, phase) if ref is not None else None
+        value: float | None = None
+        low: float | None = None
+        high: float | None = None
         if found is None and found_scaling is not None:
-            value, low, high = found_scaling.speedup, None, None
+            value = found_scaling.speedup
         elif found is not None:
             value, low, high = found.value, found.low, found.high
-        else:
-            value = low = high = None
         score_name, score = _main_score(result) if result.ok else (None, None)
         match = None
         if ref is not None and not is_reference and result.ok and ref.ok:
@@ -198,7 +192,7 @@ def _status_text(row: Row, note: int | None = None) -> str:
 
 def _varying_params(rows: list[Row]) -> bool:
     """Show a params column only when one algorithm/dataset/backend/device runs with several."""
-    seen: dict[tuple, set[str]] = {}
+    seen: dict[tuple[str, str, str, str, int, str | None], set[str]] = {}
     for row in rows:
         key = (row.algorithm, row.dataset, row.backend, row.device, row.workers, row.strategy)
         seen.setdefault(key, set()).add(_params_text(row.params))
@@ -220,7 +214,8 @@ def _params_text(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
-def rich_table(rows: list[Row], title: str = ""):
+def rich_table(rows: list[Row], title: str = "") -> Table:
+    """The table as a rich ``Table`` (the terminal shows it in colour)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -228,9 +223,9 @@ def rich_table(rows: list[Row], title: str = ""):
     show_strategy = any(row.strategy for row in rows)
     show_epoch = any(row.epoch is not None for row in rows)
     table = Table(title=title or None, show_lines=False, header_style="bold")
-    for name, justify in (("algorithm", "left"), ("dataset", "left"), ("backend", "left"),
-                          ("device", "left"), ("workers", "right")):
-        table.add_column(name, justify=justify)
+    for name in ("algorithm", "dataset", "backend", "device"):
+        table.add_column(name, justify="left")
+    table.add_column("workers", justify="right")
     if show_strategy:
         table.add_column("strategy")
     if show_params:
@@ -272,7 +267,7 @@ def render_text(rows: list[Row], title: str = "", width: int | None = None) -> s
     """The table as plain text (no colour), e.g. for ``Comparison.table()``."""
     from rich.console import Console
 
-    console = Console(width=width or 160, record=True, color_system=None, file=_Null())
+    console = Console(width=width or 160, record=True, color_system=None, file=io.StringIO())
     console.print(rich_table(rows, title))
     footer = legend(rows)
     if footer:
@@ -299,16 +294,12 @@ def legend(rows: list[Row]) -> str:
     return escape("\n".join(lines))
 
 
-class _Null:
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
 def json_clean(value: Any) -> Any:
-    """``value`` with NaN and infinities as ``None`` (valid JSON), tuples as lists."""
+    """``value`` with NaN and infinities as ``None`` (valid JSON), tuples as lists.
+
+    >>> json_clean({"a": [1.0, float("nan")], "b": (float("inf"),)})
+    {'a': [1.0, None], 'b': [None]}
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -320,9 +311,10 @@ def json_clean(value: Any) -> Any:
 
 def to_json(run: RunRecord, results: list[CaseResult], rows: list[Row]) -> dict[str, Any]:
     """Machine-readable results: the run, every row, and every full case record."""
-    return json_clean({
+    cleaned: dict[str, Any] = json_clean({
         "run": {key: value for key, value in run.to_dict().items() if key != "spec_text"},
         "rows": [row.to_dict() for row in rows],
         "cases": [result.to_dict() for result in results],
         "failed": [row.case_id for row in rows if row.status != "ok"],
     })
+    return cleaned

@@ -8,7 +8,7 @@ one run against another.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
@@ -22,8 +22,8 @@ def speedup_text(reference: str | None, speedups: Sequence[GeometricMeanSpeedup]
         return "no reference backend: no speedups"
     if not speedups:
         return f"geometric-mean speedup against {reference}: no case has a reference case"
-    lines = [f"geometric-mean speedup against {reference} "
-             "(reference median / case median; >1 is faster):"]
+    lines = [(f"geometric-mean speedup against {reference} "
+             "(reference median / case median; >1 is faster):")]
     for entry in speedups:
         lines.append(f"  {entry.backend:<12} {entry.device:<6} {entry.phase:<8} "
                      f"{plots.format_speedup(entry.value):>7}  over {entry.cases} case(s), "
@@ -49,8 +49,8 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
 
 def against_text(run: RunRecord, against: RunComparison) -> str:
     """Each case's time ratio in the other run, the geometric means and the environment."""
-    lines = [f"against run {against.other.run_id} (ratio = other / this time; <1: other "
-             "is faster):"]
+    lines = [(f"against run {against.other.run_id} (ratio = other / this time; <1: other "
+             "is faster):")]
     width = max([len(c.label) for c in against.cases] + [10])
     if not against.cases:
         lines.append("  no case in common (were they run from different specs?)")

@@ -3,14 +3,13 @@ reference), and whether every rank of a data-parallel case ended with the same w
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from accelml.report.measure import (
     Aggregate,
     Bounds,
     Ideal,
     Measure,
-    Outputs,
     Pair,
     Reading,
     Tolerance,

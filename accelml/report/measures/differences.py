@@ -4,9 +4,17 @@ relative to max(|a|, |b|) elementwise; the worst array's in a cell."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.report.measure import (
+    Aggregate,
+    Bounds,
+    Ideal,
+    Measure,
+    Pair,
+    Reading,
+    Tolerance,
+)
 
 
 def _field(name: str) -> Callable[[Pair], tuple[Reading, ...]]:
