@@ -11,12 +11,13 @@ Exit code 0 when the report was written, 1 when a run cannot be found or read.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID",
                         help="run id, a unique prefix of one, or 'latest' (default)")
     parser.add_argument("--results-dir", default=None, metavar="DIR",
@@ -42,7 +43,7 @@ def add_arguments(parser) -> None:
                         help="print only the paths written, not the report")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from accelml.report.html import write_html

@@ -251,7 +251,7 @@ def _within(old: float, new: float, atol: float, rtol: float) -> bool:
 def _summary(array: np.ndarray, labels: bool) -> dict[str, Any]:
     if labels:
         values, counts = np.unique(array.ravel(), return_counts=True)
-        return {"classes": {str(v): int(c) for v, c in zip(values.tolist(), counts.tolist())}}
+        return {"classes": {str(v): int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True)}}
     if array.size == 0:
         return {}
     data = np.asarray(array, dtype=np.float64)

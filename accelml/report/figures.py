@@ -210,8 +210,8 @@ def agreement_heatmap(results: Sequence[CaseResult], matrix: AgreementMatrix,
                      kind)] = _comparison_cell(comparison)
     labels, values, texts = [], [], []
     short = [_short_label(result, several_datasets) for result in ok]
-    for result, label in zip(ok, short):
-        twins = [r for r, other in zip(ok, short) if other == label]
+    for result, label in zip(ok, short, strict=True):
+        twins = [r for r, other in zip(ok, short, strict=True) if other == label]
         extra = params_text(result, varying_params(twins)) if len(twins) > 1 else ""
         labels.append(label + (f" · {extra}" if extra else ""))   # a params grid: which point
         cells = [entries.get((result.case_id, kind), (None, "–")) for kind in kinds]

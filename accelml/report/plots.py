@@ -205,7 +205,7 @@ def time_figure(chart: TimeChart) -> Figure:
         height = 1.5 + 0.42 * y
         figure = Figure(figsize=(11, max(2.6, height)), layout="constrained")
         axes = figure.subplots(1, len(phases), sharey=True, squeeze=False)[0]
-        for ax, (phase, bars) in zip(axes, phases):
+        for ax, (phase, bars) in zip(axes, phases, strict=True):
             values = [b.median for b in bars if b.median > 0]
             logarithmic = bool(values) and max(values) / min(values) > 30
             unit, factor = time_unit(max(max(b.high, b.median) for b in bars))
@@ -414,7 +414,7 @@ def ratio_figure(chart: RatioChart) -> Figure:
         colours = ["#55a868" if r < 1 else "#c44e52" for r in chart.ratios]
         ax.barh(list(positions), [math.log2(r) for r in chart.ratios], color=colours, height=0.6)
         ax.axvline(0, color="#333333", linewidth=1)
-        for position, ratio in zip(positions, chart.ratios):
+        for position, ratio in zip(positions, chart.ratios, strict=True):
             ax.annotate(f"{ratio:.2f}", xy=(math.log2(ratio), position),
                         xytext=(4 if ratio >= 1 else -4, 0), textcoords="offset points",
                         ha="left" if ratio >= 1 else "right", va="center", fontsize=8)

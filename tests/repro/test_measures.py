@@ -11,11 +11,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from accelml.expectations import pair_expectation
 from accelml.report.arrays import compare_arrays, match_labels
 from accelml.report.repro import agreement_matrix, compare_results, run_to_run
 from accelml.results.records import DLMeasurements, EpochRecord
 from accelml.results.store import ResultsStore
-from accelml.expectations import pair_expectation
 
 from .records import add_result, new_run
 
