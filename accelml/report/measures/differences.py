@@ -6,15 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from accelml.report.measure import (
-    Aggregate,
-    Bounds,
-    Ideal,
-    Measure,
-    Pair,
-    Reading,
-    Tolerance,
-)
+from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _field(name: str) -> Callable[[Pair], tuple[Reading, ...]]:
