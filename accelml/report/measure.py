@@ -47,10 +47,21 @@ from accelml.results.store import ResultsStore
 
 @dataclass(frozen=True)
 class Reading:
-    """One value a measure found, and what it was measured on (an array or score name)."""
+    """One value a measure found, and what it was measured on (an array or score name).
+
+    NumPy scalars become Python ones, so a reading is written to JSON as it is shown:
+
+    >>> Reading(np.float32(0.5)).value, Reading(np.bool_(True)).value
+    (0.5, True)
+    """
 
     value: float | bool
     of: str = ""
+
+    def __post_init__(self) -> None:
+        value = self.value
+        plain = bool(value) if isinstance(value, (bool, np.bool_)) else float(value)
+        object.__setattr__(self, "value", plain)
 
 
 class Ideal(Enum):
