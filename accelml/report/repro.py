@@ -145,9 +145,9 @@ class RunToRun:
         return (self.expectation.bitwise and self.identical is False) or self.ranks_identical is False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "run-to-run", "case": self.case.to_dict(), "repeats": self.repeats,
-                "distinct": self.distinct, "identical": self.identical,
-                "ranks_identical": self.ranks_identical, **_values(self.readings),
+        return {**_values(self.readings), "kind": "run-to-run", "case": self.case.to_dict(),
+                "repeats": self.repeats, "distinct": self.distinct, "identical": self.identical,
+                "ranks_identical": self.ranks_identical,
                 "expectation": self.expectation.to_dict(), "unexpected": self.unexpected}
 
 
