@@ -186,9 +186,8 @@ def _agreement_table(report: RunReport, matrix: AgreementMatrix) -> dict[str, An
             "cells": cells, "expected": "yes" if row.expectation.bitwise else "no",
             "why": row.expectation.reason, "unexpected": row.unexpected,
         })
-    return {"columns": [{"name": measure.name, "column": measure.column,
-                         "title": measure.description + (f" ({measure.unit})" if measure.unit else "")}
-                        for measure in columns],
+    return {"columns": [{"name": measure.name, "column": measure.heading,
+                         "title": measure.description} for measure in columns],
             "rows": rows}
 
 

@@ -25,8 +25,8 @@ cell. ``compute_one(outputs)`` (optional) measures one result alone, for the run
 >>> SIGN = Measure("sign_agreement", "signs", "fraction", "fraction of equal signs",
 ...                Ideal.ONE, Aggregate.WORST, compute=sign_agreement,
 ...                tolerance=Tolerance("sign_agreement", Bounds(atol=0.0), Bounds(atol=0.01)))
->>> SIGN.cell(Reading(0.5)).text, SIGN.cell(Reading(1.0)).css
-('0.5', 'good')
+>>> SIGN.heading, SIGN.cell(Reading(0.5)).text, SIGN.cell(Reading(1.0)).css
+('signs (fraction)', '0.5', 'good')
 """
 
 from __future__ import annotations
@@ -273,6 +273,11 @@ class Measure:
     def cell(self, reading: Reading) -> Cell:
         """The reading as shown in a table cell; css ``good`` when it is the ideal value."""
         return Cell(self.text(reading), "good" if self.ideal.distance(reading.value) == 0 else "")
+
+    @property
+    def heading(self) -> str:
+        """The column's heading: its name, and its unit when it has one (``time (ms)``)."""
+        return f"{self.column} ({self.unit})" if self.unit else self.column
 
     def headline_text(self, reading: Reading) -> str:
         """The reading with the column's name, for a cell that stands for the whole comparison."""

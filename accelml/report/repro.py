@@ -359,7 +359,7 @@ def format_rows(rows: Sequence[MatrixRow], columns: Sequence[Measure], width: in
     """Matrix rows as an aligned text table: a column per measure, then the expectation."""
     if not rows:
         return "(no agreement to show)"
-    table = [["comparison", "reference", "other", *(measure.column for measure in columns),
+    table = [["comparison", "reference", "other", *(measure.heading for measure in columns),
               "expected"]]
     for row in rows:
         other = row.other.label if row.other is not None else (

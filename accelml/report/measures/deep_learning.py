@@ -33,7 +33,7 @@ def signed_text(reading: Reading) -> str:
 
 
 MEASURE = (
-    Measure(name="loss_difference", column="loss d", unit="loss units",
+    Measure(name="loss_difference", column="loss d", unit="",
             description="final training loss, this case minus the reference",
             ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_final("final_loss"),
             tolerance=Tolerance("loss_difference", default=Bounds(atol=1e-6, rtol=1e-5),

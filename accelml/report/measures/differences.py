@@ -27,10 +27,10 @@ def difference_text(reading: Reading) -> str:
     return "0" if reading.value == 0 else f"{reading.value:.3g}"
 
 
-def _difference(name: str, column: str, unit: str, description: str, order: int,
+def _difference(name: str, column: str, description: str, order: int,
                 summary: int | None = None) -> Measure:
     return Measure(
-        name=name, column=column, unit=unit, description=description, ideal=Ideal.ZERO,
+        name=name, column=column, unit="", description=description, ideal=Ideal.ZERO,
         aggregate=Aggregate.WORST, compute=_field(name),
         tolerance=Tolerance(name, default=Bounds(atol=1e-9, rtol=1e-6),
                             loose=Bounds(atol=1e-4, rtol=1e-2)),
@@ -38,13 +38,13 @@ def _difference(name: str, column: str, unit: str, description: str, order: int,
 
 
 MEASURE = (
-    _difference("max_abs_diff", "max|d|", "output units",
-                "largest absolute difference of a continuous output (the worst array)", 30,
+    _difference("max_abs_diff", "max|d|",
+                "largest absolute difference of a continuous output, in its units (the worst array)", 30,
                 summary=2),
-    _difference("mean_abs_diff", "mean|d|", "output units",
-                "mean absolute difference of a continuous output (the worst array)", 31),
-    _difference("max_rel_diff", "max rel", "",
+    _difference("mean_abs_diff", "mean|d|",
+                "mean absolute difference of a continuous output, in its units (the worst array)", 31),
+    _difference("max_rel_diff", "max rel",
                 "largest difference relative to max(|a|, |b|) elementwise (the worst array)", 32),
-    _difference("mean_rel_diff", "mean rel", "",
+    _difference("mean_rel_diff", "mean rel",
                 "mean difference relative to max(|a|, |b|) elementwise (the worst array)", 33),
 )

@@ -19,7 +19,7 @@ def score_text(reading: Reading) -> str:
 
 
 MEASURE = Measure(
-    name="score_difference", column="score d", unit="score units",
+    name="score_difference", column="score d", unit="",
     description="difference of the primary score, this case minus the reference",
     ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_between,
     tolerance=Tolerance("score_difference", default=Bounds(atol=1e-9, rtol=1e-6),
