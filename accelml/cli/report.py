@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from accelml.report.html import write_html
 from accelml.report.render import load_report
 
 HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                          against=args.against, against_dir=args.against_dir)
     written: list[tuple[str, Path]] = []
     if args.html:
-        written.append(("HTML report", report.write_html(args.html)))
+        written.append(("HTML report", write_html(report, args.html)))
     if args.plots:
         for path in report.write_plots(args.plots, args.plot_format):
             written.append(("plot", path))

@@ -1,26 +1,34 @@
 """Reports, built only from the results store (:mod:`accelml.results.store`).
 
-- :mod:`accelml.report.speed`: speedup against a reference backend, scaling over workers.
-- :mod:`accelml.report.table`: the comparison table (terminal text and JSON), with agreement
-  of each case's predictions with its reference case.
-- :mod:`accelml.report.repro`: the agreement matrix (run-to-run, cross-backend, -device, -scale).
-- :mod:`accelml.report.render`: the full report (:func:`report`, :func:`load_report`): HTML,
-  plots, CSV and JSON.
+Layers, each importing only those below it:
 
-``report`` and ``load_report`` are importable from here; they are loaded on first use, so
-``import accelml.report`` stays light (no plotting or templating libraries).
+- :mod:`~accelml.report.arrays`: how one output array compares with another's;
+  :mod:`~accelml.report.measure`: the measure extension point (:class:`Measure`), with the
+  built-in measures in :mod:`accelml.report.measures`, one module per family.
+- :mod:`~accelml.report.repro`: comparisons of two results and the agreement matrix of a run
+  (run-to-run, cross-backend, -device, -scale), every registered measure computed there.
+- :mod:`~accelml.report.speed`: speedup against a reference backend, scaling over workers;
+  :mod:`~accelml.report.table`: the comparison table (terminal text and JSON), whose agreement
+  column is repro's headline measure.
+- :mod:`~accelml.report.baseline`: reproducibility baselines and ``check``.
+- the full report: :mod:`~accelml.report.runs` (which run), :mod:`~accelml.report.environment`,
+  :mod:`~accelml.report.labels`, :mod:`~accelml.report.compare_runs` (run vs run),
+  :mod:`~accelml.report.export` (CSV/JSON), :mod:`~accelml.report.figures` (drawn by
+  :mod:`~accelml.report.plots`), :mod:`~accelml.report.terminal`,
+  :mod:`~accelml.report.report_model` (:class:`RunReport`), :mod:`~accelml.report.html` and
+  :mod:`~accelml.report.render` (:func:`report`, :func:`load_report`).
+
+Importing the package is light: matplotlib and Jinja2 are loaded when a figure or page is drawn.
+
+>>> from accelml.report import load_report, report
+>>> callable(load_report) and callable(report)
+True
 """
 
 from __future__ import annotations
 
-from typing import Any
+from accelml.report.measure import MEASURES, Measure
+from accelml.report.render import load_report, report
+from accelml.report.report_model import RunReport
 
-__all__ = ["load_report", "report"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from accelml.report import render
-
-        return getattr(render, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["MEASURES", "Measure", "RunReport", "load_report", "report"]

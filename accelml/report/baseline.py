@@ -7,7 +7,7 @@ indented JSON, so a pull request that changes it shows which case's answer moved
 
     {
       "format": "accelml-baseline",
-      "version": 1,
+      "version": 2,
       "created_at": "2026-11-26T05:00:00+00:00",
       "run_id": "20261126-050000-ab12",
       "spec": {"name": "smoke", "hash": "..."},
@@ -19,7 +19,9 @@ indented JSON, so a pull request that changes it shows which case's answer moved
         "loss":   {"atol": 1e-06, "rtol": 1e-05},     # deep learning: final loss
         "accuracy": {"atol": 0.0},                    # deep learning: final accuracy
         "bitwise": false,                             # true: any changed digest is drift
-        "ranks": true                                 # DL: all ranks must end equal
+        "ranks": true,                                # DL: all ranks must end equal
+        "label_agreement": {"atol": 0.0, "rtol": 0.0},   # one key per measure (comparisons)
+        "identical": true, ...
       },
       "cases": {
         "<case_id>": {
@@ -33,16 +35,31 @@ indented JSON, so a pull request that changes it shows which case's answer moved
           "expectation": {"bitwise": true, "reason": "..."},
           "tolerances": {"score.inertia": {"rtol": 1e-4}}      # optional, per case
         }
-      }
+      },
+      "comparisons": [                     # the run's agreement matrix, one value per measure
+        {"kind": "cross-backend", "reference": "<case_id>", "other": "<case_id>",
+         "label": "kmeans/sklearnex/cpu on blobs (...) vs kmeans/sklearn/cpu on blobs (...)",
+         "measures": {"identical": false, "label_agreement": 0.998, "score_difference": -2.5},
+         "tolerances": {"label_agreement": {"atol": 0.01, "rtol": 0.0}}   # optional
+        }
+      ]
     }
 
-Tolerance keys are ``score``, ``labels``, ``values``, ``loss``, ``accuracy``, ``bitwise`` and
-``ranks``; a key may name one score or array (``score.accuracy``, ``values.probabilities``,
-``labels.predictions``) and then wins over the general key. Per-case tolerances win over the
-file's. Arrays up to ``inline_limit`` elements are kept in the file (exact: floats are written
+Two kinds of tolerance keys. A case's own answer, compared with the baseline's: ``score``,
+``labels``, ``values``, ``loss``, ``accuracy``, ``bitwise`` and ``ranks``; such a key may name
+one score or array (``score.accuracy``, ``values.probabilities``, ``labels.predictions``) and
+then wins over the general key. The run's comparisons (cross-backend, -device, -scale: how
+far each case is from its reference case), compared with the baseline's: one key per
+measure that has a :class:`accelml.report.measure.Tolerance` (the built-ins and any third
+party's), ``{"atol": ..., "rtol": ...}`` for numbers (``|now - baseline| <= atol + rtol *
+|baseline|``), ``true`` for a yes/no measure whose yes must stay yes. Per-case and
+per-comparison tolerances win over the file's; cases (and comparisons of cases) whose
+repeats are not expected to be bitwise identical get looser ones, written into the file.
+Arrays up to ``inline_limit`` elements are kept in the file (exact: floats are written
 with all their digits), so a check on another machine can measure how far they moved; larger
 arrays keep their digest and a summary (mean, std, min, max or class counts) and are compared
-in full when the store being checked still holds them.
+in full when the store being checked still holds them. Version 1 files (no comparisons) are
+still read.
 
 >>> tolerance = Tolerances.from_dict({"score": {"rtol": 1e-3}, "score.accuracy": {"atol": 0.01}})
 >>> tolerance.bounds("score", "accuracy"), tolerance.bounds("score", "r2")
@@ -54,26 +71,27 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from accelml.errors import AccelmlError, SpecError
+from accelml.expectations import run_to_run_expectation
+from accelml.report.arrays import (
+    ArrayAgreement,
+    compare_arrays,
+    is_label_array,
+    matched_values,
+)
+from accelml.report.measure import Bounds, Ideal, Measure, measures, output_task
+from accelml.report.repro import Agreement, agreement_matrix, case_label
 from accelml.results.records import CaseResult, Environment
 from accelml.results.store import ResultsStore, array_digest
-from accelml.report.repro import (
-    ArrayAgreement,
-    LABEL_ARRAYS,
-    case_label,
-    compare_arrays,
-    _task,
-)
-from accelml.expectations import run_to_run_expectation
 
 FORMAT = "accelml-baseline"
-VERSION = 1
+VERSION = 2
 DEFAULT_INLINE_LIMIT = 20_000
 
 DEFAULT_TOLERANCES: dict[str, Any] = {
@@ -97,7 +115,34 @@ NONDETERMINISTIC_TOLERANCES: dict[str, Any] = {
     "accuracy": {"atol": 0.01},
 }
 
-_GENERAL_KEYS = ("score", "labels", "values", "loss", "accuracy", "bitwise", "ranks")
+ANSWER_KEYS = ("score", "labels", "values", "loss", "accuracy", "bitwise", "ranks")
+"""Tolerance keys of a case's own answer; the measures' keys gate the run's comparisons."""
+
+
+def measure_keys(measures_used: tuple[Measure, ...]) -> dict[str, Measure]:
+    """Tolerance key -> the measure it gates (measures without a tolerance are not gated)."""
+    keys: dict[str, Measure] = {}
+    for measure in measures_used:
+        if measure.tolerance is None:
+            continue
+        key = measure.tolerance.key
+        if key in ANSWER_KEYS or key in keys or "." in key:
+            raise AccelmlError(f"measure {measure.name!r}: tolerance key {key!r} is taken or "
+                               f"has a '.'; the keys in use are "
+                               + ", ".join([*ANSWER_KEYS, *keys]))
+        keys[key] = measure
+    return keys
+
+
+def _entry(value: Bounds | bool) -> dict[str, float] | bool:
+    return value if isinstance(value, bool) else value.to_dict()
+
+
+def default_tolerances(measures_used: tuple[Measure, ...]) -> dict[str, Any]:
+    """The file-wide tolerances a new baseline gets: the answers' and every gated measure's."""
+    return {**DEFAULT_TOLERANCES,
+            **{key: _entry(measure.tolerance.default)
+               for key, measure in measure_keys(measures_used).items() if measure.tolerance}}
 
 
 # ---------------------------------------------------------------- tolerances
@@ -110,15 +155,21 @@ class Tolerances:
     entries: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None, where: str = "tolerances") -> "Tolerances":
+    def from_dict(cls, data: dict[str, Any] | None, where: str = "tolerances",
+                  measures_used: tuple[Measure, ...] = ()) -> Tolerances:
+        """Validated tolerances; ``measures_used`` are the measures whose keys are allowed."""
         data = data or {}
         if not isinstance(data, dict):
             raise SpecError(f"{where} must be a table, not {type(data).__name__}")
+        gated = measure_keys(measures_used)
         for key, value in data.items():
+            if key in gated:
+                _check_measure_entry(gated[key], value, f"{where}.{key}")
+                continue
             general = key.split(".", 1)[0]
-            if general not in _GENERAL_KEYS:
+            if general not in ANSWER_KEYS:
                 raise SpecError(f"{where}: unknown tolerance {key!r}; allowed: "
-                                + ", ".join(_GENERAL_KEYS) + " (or e.g. score.accuracy)")
+                                + ", ".join([*ANSWER_KEYS, *gated]) + " (or e.g. score.accuracy)")
             if general in ("bitwise", "ranks"):
                 if not isinstance(value, bool):
                     raise SpecError(f"{where}.{key} must be true or false")
@@ -137,7 +188,7 @@ class Tolerances:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.entries)
 
-    def over(self, base: "Tolerances") -> "Tolerances":
+    def over(self, base: Tolerances) -> Tolerances:
         """These tolerances, falling back to ``base`` for keys they lack."""
         merged = dict(base.entries)
         merged.update(self.entries)
@@ -151,6 +202,17 @@ class Tolerances:
             return table[general]
         return DEFAULT_TOLERANCES[general]
 
+    def measure(self, measure: Measure) -> Bounds | bool:
+        """How far ``measure`` may move in a comparison (its own default when the table lacks it)."""
+        if measure.tolerance is None:
+            return False
+        value = dict(self.entries).get(measure.tolerance.key)
+        if value is None:
+            return measure.tolerance.default
+        if isinstance(value, bool):
+            return value
+        return Bounds(float(value.get("atol", 0.0)), float(value.get("rtol", 0.0)))
+
     def bounds(self, general: str, name: str | None = None) -> tuple[float, float]:
         """``(atol, rtol)`` for ``score``/``values``/``loss``/``accuracy`` (and one name)."""
         entry = self._lookup(general, name)
@@ -161,6 +223,20 @@ class Tolerances:
 
     def flag(self, general: str) -> bool:
         return bool(self._lookup(general, None))
+
+
+def _check_measure_entry(measure: Measure, value: Any, where: str) -> None:
+    if measure.ideal is Ideal.TRUE:
+        if not isinstance(value, bool):
+            raise SpecError(f"{where} must be true or false")
+        return
+    if not isinstance(value, dict):
+        raise SpecError(f"{where} must be a table such as {{atol = 0.0, rtol = 1e-6}}")
+    for name, number in value.items():
+        if name not in ("atol", "rtol"):
+            raise SpecError(f"{where}: unknown key {name!r}; allowed: atol, rtol")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0:
+            raise SpecError(f"{where}.{name} must be a number >= 0")
 
 
 def _within(old: float, new: float, atol: float, rtol: float) -> bool:
@@ -175,7 +251,7 @@ def _within(old: float, new: float, atol: float, rtol: float) -> bool:
 def _summary(array: np.ndarray, labels: bool) -> dict[str, Any]:
     if labels:
         values, counts = np.unique(array.ravel(), return_counts=True)
-        return {"classes": {str(v): int(c) for v, c in zip(values.tolist(), counts.tolist())}}
+        return {"classes": {str(v): int(c) for v, c in zip(values.tolist(), counts.tolist(), strict=True)}}
     if array.size == 0:
         return {}
     data = np.asarray(array, dtype=np.float64)
@@ -227,11 +303,49 @@ class BaselineCase:
 
     @property
     def label(self) -> str:
-        return self.data.get("label", self.case_id)
+        return str(self.data.get("label", self.case_id))
 
     def identity(self) -> dict[str, Any]:
         return {key: self.data.get(key) for key in
                 ("algorithm", "backend", "device", "workers", "strategy", "dataset", "params")}
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """One comparison of the baseline's run (cross-backend, -device or -scale): its two cases
+    and the value of every gated measure (a parsed ``comparisons`` entry)."""
+
+    kind: str
+    reference: str                 # case ids
+    other: str
+    label: str
+    values: tuple[tuple[str, float | bool | None], ...]
+    tolerances: Tolerances
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.reference, self.other)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reference": self.reference, "other": self.other,
+                "label": self.label, "measures": dict(self.values),
+                **({"tolerances": self.tolerances.to_dict()} if self.tolerances.entries else {})}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str, measures_used: tuple[Measure, ...]
+                  ) -> BaselineComparison:
+        if not isinstance(data, dict) or not all(
+                isinstance(data.get(key), str) for key in ("kind", "reference", "other")):
+            raise SpecError(f"{where} must be a table with kind, reference and other (case ids)")
+        values = data.get("measures") or {}
+        if not isinstance(values, dict) or not all(
+                value is None or isinstance(value, (bool, int, float)) for value in values.values()):
+            raise SpecError(f"{where}.measures must be a table of measure name -> number, "
+                            "true/false or null")
+        return cls(data["kind"], data["reference"], data["other"], str(data.get("label", "")),
+                   tuple(sorted(values.items())),
+                   Tolerances.from_dict(data.get("tolerances"), f"{where}.tolerances",
+                                        measures_used))
 
 
 @dataclass(frozen=True)
@@ -246,12 +360,16 @@ class Baseline:
     tolerances: Tolerances
     cases: tuple[BaselineCase, ...]
     inline_limit: int = DEFAULT_INLINE_LIMIT
+    comparisons: tuple[BaselineComparison, ...] = ()
 
     def case(self, case_id: str) -> BaselineCase | None:
         for case in self.cases:
             if case.case_id == case_id:
                 return case
         return None
+
+    def comparison(self, key: tuple[str, str, str]) -> BaselineComparison | None:
+        return next((entry for entry in self.comparisons if entry.key == key), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -263,6 +381,7 @@ class Baseline:
             "cases": {case.case_id: {**case.data, **({"tolerances": case.tolerances.to_dict()}
                                                       if case.tolerances.entries else {})}
                       for case in self.cases},
+            "comparisons": [entry.to_dict() for entry in self.comparisons],
         }
 
     def to_json(self) -> str:
@@ -278,7 +397,7 @@ class Baseline:
         temporary.replace(path)
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "baseline") -> "Baseline":
+    def from_dict(cls, data: Any, where: str = "baseline") -> Baseline:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise SpecError(f"{where}: not an accelml baseline (no \"format\": \"{FORMAT}\")")
         version = data.get("version")
@@ -287,6 +406,10 @@ class Baseline:
         cases_data = data.get("cases")
         if not isinstance(cases_data, dict):
             raise SpecError(f"{where}: \"cases\" must be a table of case id -> case")
+        comparisons_data = data.get("comparisons") or []
+        if not isinstance(comparisons_data, list):
+            raise SpecError(f"{where}: \"comparisons\" must be a list of comparisons")
+        found = measures()
         cases = []
         for case_id, entry in cases_data.items():
             if not isinstance(entry, dict) or "status" not in entry:
@@ -303,7 +426,7 @@ class Baseline:
                         raise SpecError(f"{where}: cases.{case_id}.arrays.{name}: the values do "
                                         "not match the digest (edited by hand?)")
             tolerances = Tolerances.from_dict(entry.get("tolerances"),
-                                              f"{where}: cases.{case_id}.tolerances")
+                                              f"{where}: cases.{case_id}.tolerances", found)
             body = {k: v for k, v in entry.items() if k != "tolerances"}
             cases.append(BaselineCase(case_id, body, tolerances))
         environment = data.get("environment")
@@ -314,13 +437,16 @@ class Baseline:
             spec_name=str(spec.get("name", "")),
             spec_hash=str(spec.get("hash", "")),
             environment=None if not environment else Environment.from_dict(environment),
-            tolerances=Tolerances.from_dict(data.get("tolerances"), f"{where}: tolerances"),
+            tolerances=Tolerances.from_dict(data.get("tolerances"), f"{where}: tolerances", found),
             cases=tuple(cases),
             inline_limit=int(data.get("inline_limit", DEFAULT_INLINE_LIMIT)),
+            comparisons=tuple(BaselineComparison.from_dict(entry, f"{where}: comparisons[{index}]",
+                                                           found)
+                              for index, entry in enumerate(comparisons_data)),
         )
 
     @classmethod
-    def read(cls, path: str | Path) -> "Baseline":
+    def read(cls, path: str | Path) -> Baseline:
         """Read and validate a baseline file; :class:`SpecError` (exit 2) when it is not one."""
         path = Path(path)
         try:
@@ -337,7 +463,7 @@ class Baseline:
 
 
 def _case_entry(store: ResultsStore, result: CaseResult, inline_limit: int) -> dict[str, Any]:
-    task = _task(result)
+    task = output_task(result)
     entry: dict[str, Any] = {
         "label": case_label(result), "algorithm": result.algorithm, "backend": result.backend,
         "device": result.device, "workers": result.workers, "strategy": result.strategy,
@@ -355,9 +481,7 @@ def _case_entry(store: ResultsStore, result: CaseResult, inline_limit: int) -> d
         item: dict[str, Any] = {"digest": ref.digest, "dtype": ref.dtype, "shape": list(ref.shape)}
         if store.has_array(ref.digest):
             array = store.read_array(ref.digest)
-            labels = array.dtype.kind in "iubUSO" or (
-                task in ("classification", "clustering") and ref.name in LABEL_ARRAYS)
-            item["summary"] = _summary(array, labels)
+            item["summary"] = _summary(array, is_label_array(ref.name, array.dtype, task))
             if array.size <= inline_limit and array.dtype.kind in "iubfUS":
                 item["values"] = _inline(array)
         arrays[ref.name] = item
@@ -390,8 +514,10 @@ def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAU
     results = store.case_results(run.run_id)
     if not results:
         raise AccelmlError(f"run {run.run_id} has no stored cases to make a baseline from")
-    general = Tolerances.from_dict(tolerances if tolerances is not None else
-                                   (previous.tolerances.to_dict() if previous else DEFAULT_TOLERANCES))
+    found = measures()
+    defaults = Tolerances.from_dict(default_tolerances(found), measures_used=found)
+    general = Tolerances.from_dict(tolerances, measures_used=found).over(defaults) \
+        if tolerances is not None else (previous.tolerances.over(defaults) if previous else defaults)
     cases = []
     for result in results:
         entry = _case_entry(store, result, inline_limit)
@@ -403,12 +529,42 @@ def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAU
         else:
             case_tolerances = Tolerances()
         cases.append(BaselineCase(result.case_id, entry, case_tolerances))
+    repeat_bitwise = {case.case_id: bool(case.data.get("expectation", {}).get("bitwise"))
+                      for case in cases}
+    matrix = agreement_matrix(store, run.run_id, measures_used=found)
+    comparisons = tuple(
+        _comparison_entry(agreement, found, previous,
+                          repeat_bitwise[agreement.a.case_id] and repeat_bitwise[agreement.b.case_id])
+        for agreement in matrix.cross_backend + matrix.cross_device + matrix.cross_scale)
     return Baseline(
-        run_id=run.run_id, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        run_id=run.run_id, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         spec_name=run.spec_name, spec_hash=run.spec_hash,
         environment=run.environment or results[0].environment,
         tolerances=general, cases=tuple(cases), inline_limit=inline_limit,
+        comparisons=comparisons,
     )
+
+
+def _comparison_entry(agreement: Agreement, measures_used: tuple[Measure, ...],
+                      previous: Baseline | None, repeats_bitwise: bool) -> BaselineComparison:
+    """A comparison of the run with the value of every gated measure. It keeps the reviewed
+    tolerances of the ``previous`` baseline's same comparison, else gets the measures' loose
+    ones when either case is not expected to repeat bitwise."""
+    gated = measure_keys(measures_used)
+    values = tuple(sorted((measure.name, reading.value) for measure, reading in agreement.readings
+                          if measure.tolerance is not None))
+    key = (agreement.kind, agreement.a.case_id, agreement.b.case_id)
+    kept = previous.comparison(key) if previous else None
+    if kept is not None and kept.tolerances.entries:
+        tolerances = kept.tolerances
+    elif repeats_bitwise:
+        tolerances = Tolerances()
+    else:
+        tolerances = Tolerances(tuple(sorted(
+            (key_name, _entry(measure.tolerance.loose)) for key_name, measure in gated.items()
+            if measure.tolerance is not None and measure.tolerance.loose != measure.tolerance.default)))
+    return BaselineComparison(agreement.kind, agreement.a.case_id, agreement.b.case_id,
+                              f"{agreement.b.label} vs {agreement.a.label}", values, tolerances)
 
 
 # ---------------------------------------------------------------- the check
@@ -463,7 +619,7 @@ class CheckReport:
                          f"of baseline run {self.baseline_run_id}")
             return "\n".join(lines)
         header = ("case", "metric", "baseline", "now", "difference", "tolerance")
-        rows = [header]
+        rows: list[tuple[str, ...]] = [header]
         for drift in self.drifts:
             rows.append(tuple(_cell(value, width) for value in (
                 drift.case, drift.metric, drift.baseline, drift.current, drift.difference,
@@ -501,6 +657,26 @@ def _bound_text(atol: float, rtol: float) -> str:
     return " + ".join(parts) or "exact"
 
 
+def _comparison_drift(old: float | bool | None, new: float | bool | None,
+                      bound: Bounds | bool) -> tuple[Any, str, str] | None:
+    """(difference, tolerance, note) when ``new`` moved beyond ``bound`` from ``old``, else None.
+
+    >>> _comparison_drift(0.9, 0.8, Bounds(atol=0.05))
+    (-0.09999999999999998, 'atol 0.05', '')
+    >>> _comparison_drift(True, False, True), _comparison_drift(True, False, False)
+    (('-', 'must stay yes', ''), None)
+    """
+    if old is None:
+        return None
+    if new is None:
+        return ("-", "must exist", "the measure no longer applies")
+    if isinstance(bound, bool):
+        return ("-", "must stay yes", "") if bound and old is True and new is not True else None
+    if _within(float(old), float(new), bound.atol, bound.rtol):
+        return None
+    return (float(new) - float(old), _bound_text(bound.atol, bound.rtol), "")
+
+
 class _Checker:
     def __init__(self, store: ResultsStore, baseline: Baseline):
         self.store = store
@@ -512,6 +688,24 @@ class _Checker:
               tolerance: str, note: str = "") -> None:
         self.drifts.append(Drift(case.case_id, case.label, metric, old, new, difference,
                                  tolerance, note))
+
+    def check_comparison(self, stored: BaselineComparison, current: Agreement,
+                         measures_used: tuple[Measure, ...]) -> None:
+        """Every gated measure of one comparison against the baseline's value."""
+        tolerances = stored.tolerances.over(self.baseline.tolerances)
+        values = dict(stored.values)
+        for measure in measures_used:
+            if measure.tolerance is None or measure.name not in values:
+                continue
+            self.metrics += 1
+            old, new = values[measure.name], current.value(measure.name)
+            drift = _comparison_drift(old, new, tolerances.measure(measure))
+            if drift is not None:
+                difference, tolerance, note = drift
+                self.drifts.append(Drift(
+                    current.b.case_id, current.b.label, f"{stored.kind}.{measure.name}", old, new,
+                    difference, tolerance, f"against {current.a.label}" + (f": {note}" if note else "")))
+
 
     def check_case(self, case: BaselineCase, result: CaseResult) -> None:
         tolerances = case.tolerances.over(self.baseline.tolerances)
@@ -587,10 +781,10 @@ class _Checker:
                 self._summaries(case, name, entry, new, task, tolerances)
                 continue
             self._measure(case, name, compare_arrays(name, old, new, task=task), old, new,
-                          tolerances)
+                          tolerances, task)
 
     def _measure(self, case: BaselineCase, name: str, measure: ArrayAgreement,
-                 old: np.ndarray, new: np.ndarray, tolerances: Tolerances) -> None:
+                 old: np.ndarray, new: np.ndarray, tolerances: Tolerances, task: str) -> None:
         if measure.kind == "shape":
             self.drift(case, f"{name}.shape", list(old.shape), list(new.shape), "-", "must match")
         elif measure.kind == "labels":
@@ -601,14 +795,7 @@ class _Checker:
                            "cluster ids matched (Hungarian)" if measure.matched else "")
         else:
             atol, rtol = tolerances.bounds("values", name)
-            if measure.matched == "hungarian":
-                from accelml.report.repro import match_columns, match_rows
-
-                new = match_rows(old, new) if name != "transform" else match_columns(old, new)
-            elif measure.matched == "sign":
-                from accelml.report.repro import align_signs
-
-                new = align_signs(old, new, axis=1 if name.startswith("components") else 0)
+            new, _ = matched_values(name, old, new, task)
             close = np.isclose(np.asarray(new, np.float64), np.asarray(old, np.float64),
                                atol=atol, rtol=rtol, equal_nan=True)
             if not close.all():
@@ -673,12 +860,12 @@ def data_says_identical(entry: dict[str, Any]) -> bool:
 
 
 def _what_changed(old: dict[str, Any], new: CaseResult) -> list[str]:
-    current = {"algorithm": new.algorithm, "backend": new.backend, "device": new.device,
+    current: dict[str, Any] = {"algorithm": new.algorithm, "backend": new.backend, "device": new.device,
                "workers": new.workers, "strategy": new.strategy, "dataset": new.dataset,
                "params": dict(new.params)}
     changes = []
     for key, value in current.items():
-        before = old.get(key)
+        before: Any = old.get(key)
         if key == "params":
             before = before or {}
             for name in sorted(set(before) | set(value)):
@@ -708,6 +895,28 @@ def _environment_note(baseline: Baseline, results: list[CaseResult]) -> str | No
             changed.append(f"{name} {before} -> {after}")
     return (f"environment differs from the baseline's ({baseline.environment.env_hash} -> "
             f"{current.env_hash}): " + ("; ".join(changed[:6]) or "GPUs or platform"))
+
+
+def _check_comparisons(store: ResultsStore, run_id: str, baseline: Baseline,
+                       checker: _Checker) -> list[str]:
+    """Gate the run's comparisons against the baseline's; the notes say what was not checked."""
+    found = measures()
+    known = {measure.name for measure in found}
+    matrix = agreement_matrix(store, run_id, measures_used=found)
+    current = {(entry.kind, entry.a.case_id, entry.b.case_id): entry for entry in matrix.comparisons}
+    notes = []
+    for stored in baseline.comparisons:
+        entry = current.get(stored.key)
+        if entry is None:
+            notes.append(f"{stored.kind} comparison {stored.label or stored.other} was not made "
+                         "in this run (a case changed, failed or is missing)")
+            continue
+        checker.check_comparison(stored, entry, found)
+    absent = sorted({name for stored in baseline.comparisons for name, _ in stored.values} - known)
+    if absent:
+        notes.append("measures of the baseline not installed here, so not checked: "
+                     + ", ".join(absent))
+    return notes
 
 
 def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckReport:
@@ -751,5 +960,7 @@ def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckRepo
                           "the run has no case with this definition")
     for result in unmatched_new:
         notes.append(f"not in the baseline: {case_label(result)} ({result.case_id})")
+    if baseline.comparisons:
+        notes.extend(_check_comparisons(store, run.run_id, baseline, checker))
     return CheckReport(run.run_id, baseline.run_id, checked, checker.metrics,
                        tuple(checker.drifts), tuple(notes))

@@ -15,25 +15,29 @@ True
 from __future__ import annotations
 
 import math
+import os
 import time
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from accelml import __version__
 from accelml.report import plots
-from accelml.report.render import (
-    PHASES,
-    RunReport,
-    case_label,
-    environment_fields,
-    params_text,
-    varying_params,
-)
+from accelml.report.environment import environment_fields
+from accelml.report.labels import case_label, params_text, varying_params
+from accelml.report.report_model import RunReport
+from accelml.report.repro import AgreementMatrix, CaseRef
+from accelml.report.speed import PHASES
+from accelml.report.table import Row, TimingCell
+
+if TYPE_CHECKING:
+    import jinja2
 
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 """No script, no fetch of any kind: only the inline stylesheet and inline images."""
 
 
-def _template():
+def _template() -> tuple[jinja2.Template, str]:
     import jinja2
 
     package = resources.files("accelml.report")
@@ -43,13 +47,7 @@ def _template():
     return template, package.joinpath("report.css").read_text(encoding="utf-8")
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    return f"{value:.{digits}g}"
-
-
-def _timing_text(cell) -> tuple[str, str]:
+def _timing_text(cell: TimingCell | None) -> tuple[str, str]:
     """(median, 'q1–q3, n=5') of a table cell; dashes where there is none."""
     if cell is None:
         return "–", ""
@@ -59,7 +57,7 @@ def _timing_text(cell) -> tuple[str, str]:
     return plots.format_seconds(cell.median), f"IQR {low}–{high}, n={cell.count}"
 
 
-def _speedup_text(row) -> str:
+def _speedup_text(row: Row) -> str:
     if row.status != "ok":
         return "–"
     if row.is_reference:
@@ -110,7 +108,7 @@ def _table(report: RunReport) -> dict[str, Any]:
             "speedup": _speedup_text(row),
             "score": "–" if row.score is None else f"{row.score_name} {row.score:.4g}",
             "agreement": "–" if row.status != "ok" else "reference" if row.is_reference else (
-                row.agreement.text() if row.agreement else "–"),
+                row.agreement.text if row.agreement else "–"),
             "reference": row.is_reference and row.status == "ok",
             "ok": row.status == "ok", "noisy": row.noisy, "status": row.status,
             "reason": row.reason,
@@ -158,41 +156,39 @@ def _scaling_cards(report: RunReport) -> list[dict[str, Any]]:
     return cards
 
 
-def _agreement_rows(report: RunReport, matrix) -> list[dict[str, Any]]:
-    def flag(value):
-        return "–" if value is None else ("yes" if value else "no")
-
+def _agreement_table(report: RunReport, matrix: AgreementMatrix) -> dict[str, Any]:
+    """A column per measure that applied anywhere (its title says what it measures), a row
+    per entry of the matrix."""
     # Name cases as the rest of the page does: parameters only where they tell cases apart.
     names = varying_params(report.results)
     labels = {r.case_id: case_label(r, params=names) for r in report.results}
-    entries = [(entry.case, None) for entry in matrix.run_to_run] + \
-              [(entry.b, entry.a) for entry in matrix.comparisons]
+
+    def label(ref: CaseRef) -> str:
+        return labels.get(ref.case_id, ref.label)
+
+    columns = matrix.columns()
     rows = []
-    for row, (case, reference) in zip(matrix.rows(), entries):
-        score = "–"
-        if row["score_difference"] is not None:
-            score = f"{row['score']} {row['score_difference']:+.3g}"
-        elif row["accuracy_difference"] is not None:
-            score = f"accuracy {row['accuracy_difference']:+.3g}"
-        identical = flag(row["identical"])
-        if row["kind"] == "run-to-run":
-            identical = "not repeated" if (row["repeats"] or 0) < 2 else \
-                f"{identical} ({row['repeats']} repeats)"
-        if row["kind"] == "cross-run":      # the same case in the other run
-            case, reference = reference, case
+    for row in matrix.entries():
+        case, reference = (row.reference, None) if row.other is None else (row.other, row.reference)
+        if row.kind == "cross-run":      # the same case in the other run
+            case, reference = row.reference, row.other
+        cells = []
+        for measure in columns:
+            reading = row.reading(measure.name)
+            cells.append({"text": "–", "css": ""} if reading is None
+                         else vars(measure.cell(reading)))
         rows.append({
-            "kind": row["kind"],
-            "case": labels.get(case.case_id, case.label),
+            "kind": row.kind, "case": label(case),
             "reference": None if reference is None else (
-                f"run {reference.run_id}" if row["kind"] == "cross-run"
-                else labels.get(reference.case_id, reference.label)),
-            "identical": identical,
-            "labels": "–" if row["label_agreement"] is None else f"{row['label_agreement']:.2%}",
-            "max_abs": _number(row["max_abs_diff"]), "max_rel": _number(row["max_rel_diff"]),
-            "score": score, "expected": flag(row["expected_identical"]), "why": row["why"],
-            "unexpected": row["unexpected"],
+                f"run {reference.run_id}" if row.kind == "cross-run" else label(reference)),
+            "repeats": "" if row.repeats is None else (
+                "not repeated" if row.repeats < 2 else f"{row.repeats} repeats"),
+            "cells": cells, "expected": "yes" if row.expectation.bitwise else "no",
+            "why": row.expectation.reason, "unexpected": row.unexpected,
         })
-    return rows
+    return {"columns": [{"name": measure.name, "column": measure.heading,
+                         "title": measure.description} for measure in columns],
+            "rows": rows}
 
 
 def _against(report: RunReport) -> dict[str, Any] | None:
@@ -217,8 +213,8 @@ def _against(report: RunReport) -> dict[str, Any] | None:
                     "within noise" if not real else
                     f"other {1 / ratio:.2g}× faster" if ratio < 1 else
                     f"other {ratio:.2g}× slower" if ratio > 1 else "the same"),
-                "faster": real and ratio < 1,
-                "slower": real and ratio > 1,
+                "faster": real and ratio is not None and ratio < 1,
+                "slower": real and ratio is not None and ratio > 1,
             })
         cases.append({"label": case.label, "phases": phases or [{"phase": "–", "this": "–",
                       "other": "–", "ratio": "–", "verdict": "", "faster": False,
@@ -240,7 +236,8 @@ def _environments(report: RunReport) -> list[dict[str, Any]]:
     found = []
     for environment, labels in report.environments:
         # Hostname and SLURM job are not part of the hash: list every one measured under it.
-        same = [r.environment for r in report.results if r.env_hash == environment.env_hash]
+        same = [r.environment for r in report.results
+                if r.environment is not None and r.env_hash == environment.env_hash]
         several = {
             "hostname": sorted({env.hostname for env in same if env.hostname}),
             "SLURM job": sorted({env.slurm_job_id for env in same if env.slurm_job_id}),
@@ -256,32 +253,22 @@ def _environments(report: RunReport) -> list[dict[str, Any]]:
 
 def render_html(report: RunReport) -> str:
     """The whole page as one string (figures drawn now, inlined as SVG)."""
-    from accelml import __version__
+    from markupsafe import Markup
 
-    matrix = None
-    agreement_error = None
-    if any(result.ok for result in report.results):
-        try:
-            matrix = report.agreement()
-        except Exception as error:  # a broken array must not cost the rest of the report
-            agreement_error = f"{type(error).__name__}: {error}"
+    section = report.agreement_section()
+    matrix = section.matrix
     figures: dict[str, list[dict[str, Any]]] = {
-        section: [] for section in ("time", "scaling", "agreement", "against")}
+        name: [] for name in ("time", "scaling", "agreement", "against")}
     for figure in report.figures(matrix, include_agreement=matrix is not None):
         figures.setdefault(figure.section, []).append({
             "name": figure.name, "title": figure.title, "caption": figure.caption,
-            "svg": plots.figure_svg(figure.draw())})
+            "svg": Markup(plots.figure_svg(figure.draw()))})
     run = report.run
     names = varying_params(report.results)
     failed = [{"case_id": r.case_id, "label": case_label(r, params=names),
                "failure": r.failure.value,
                "reason": r.reason, "attempts": r.attempts} for r in report.failed]
     template, css = _template()
-    from markupsafe import Markup
-
-    for section in figures.values():
-        for figure in section:
-            figure["svg"] = Markup(figure["svg"])
     return template.render(
         css=Markup(css), csp=CONTENT_SECURITY_POLICY, version=__version__,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -291,8 +278,16 @@ def render_html(report: RunReport) -> str:
         speedups=_speedup_cards(report),
         scaling_cards=_scaling_cards(report), table=_table(report), figures=figures,
         scaling_tables=_scaling_tables(report),
-        agreement_rows=[] if matrix is None else _agreement_rows(report, matrix),
-        agreement_error=agreement_error,
+        agreement=None if matrix is None else _agreement_table(report, matrix),
+        agreement_error=section.error,
         skipped=[] if matrix is None else list(matrix.skipped),
         against=_against(report), environments=_environments(report),
     )
+
+
+def write_html(report: RunReport, path: str | os.PathLike[str]) -> Path:
+    """Write the page to ``path`` (its folder is made when missing)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(report), encoding="utf-8")
+    return path

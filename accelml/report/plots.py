@@ -29,14 +29,17 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from matplotlib import rc_context
-from matplotlib.figure import Figure
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
            "#8c8c8c", "#ccb974", "#64b5cd")
 REFERENCE_COLOUR = "#9a9a9a"
-STYLE = {
+STYLE: dict[Any, Any] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.titleweight": "bold",
@@ -166,6 +169,9 @@ def _colours(keys: list[str], reference_keys: set[str]) -> dict[str, str]:
 
 def time_figure(chart: TimeChart) -> Figure:
     """Horizontal bars of median time per backend/device, error bars, speedup text."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
     phases = [(phase, bars) for phase, bars in chart.phases if bars]
     if not phases:
         raise ValueError(f"no timed phase for {chart.algorithm!r}")
@@ -199,7 +205,7 @@ def time_figure(chart: TimeChart) -> Figure:
         height = 1.5 + 0.42 * y
         figure = Figure(figsize=(11, max(2.6, height)), layout="constrained")
         axes = figure.subplots(1, len(phases), sharey=True, squeeze=False)[0]
-        for ax, (phase, bars) in zip(axes, phases):
+        for ax, (phase, bars) in zip(axes, phases, strict=True):
             values = [b.median for b in bars if b.median > 0]
             logarithmic = bool(values) and max(values) / min(values) > 30
             unit, factor = time_unit(max(max(b.high, b.median) for b in bars))
@@ -272,6 +278,9 @@ class ScalingChart:
 
 def scaling_figure(chart: ScalingChart) -> Figure:
     """Epoch time, images/s and speedup against the number of workers (with ideal lines)."""
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
     if not any(series.points for series in chart.series):
         raise ValueError(f"no scaling points for {chart.title!r}")
     workers = sorted({p.workers for s in chart.series for p in s.points})
@@ -348,7 +357,8 @@ class HeatMap:
 
 def heatmap_figure(heatmap: HeatMap) -> Figure:
     """The matrix as coloured cells with each value written in its cell."""
-    import numpy as np
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
 
     rows, columns = len(heatmap.row_labels), len(heatmap.column_labels)
     if not rows or not columns:
@@ -392,6 +402,9 @@ class RatioChart:
 
 
 def ratio_figure(chart: RatioChart) -> Figure:
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
     if not chart.labels:
         raise ValueError("no common cases to compare")
     with rc_context(STYLE):
@@ -401,7 +414,7 @@ def ratio_figure(chart: RatioChart) -> Figure:
         colours = ["#55a868" if r < 1 else "#c44e52" for r in chart.ratios]
         ax.barh(list(positions), [math.log2(r) for r in chart.ratios], color=colours, height=0.6)
         ax.axvline(0, color="#333333", linewidth=1)
-        for position, ratio in zip(positions, chart.ratios):
+        for position, ratio in zip(positions, chart.ratios, strict=True):
             ax.annotate(f"{ratio:.2f}", xy=(math.log2(ratio), position),
                         xytext=(4 if ratio >= 1 else -4, 0), textcoords="offset points",
                         ha="left" if ratio >= 1 else "right", va="center", fontsize=8)
@@ -422,6 +435,8 @@ def ratio_figure(chart: RatioChart) -> Figure:
 
 def figure_svg(figure: Figure) -> str:
     """The figure as an ``<svg>`` element to inline in an HTML page (XML prolog stripped)."""
+    from matplotlib import rc_context
+
     buffer = io.StringIO()
     with rc_context(STYLE):
         figure.savefig(buffer, format="svg")
@@ -431,6 +446,8 @@ def figure_svg(figure: Figure) -> str:
 
 def save_figure(figure: Figure, path: str | Path) -> Path:
     """Write the figure as PNG or SVG (chosen by the file's suffix)."""
+    from matplotlib import rc_context
+
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg"):
         raise ValueError(f"plot files are .png or .svg, not {path.suffix!r}")

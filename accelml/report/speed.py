@@ -21,11 +21,16 @@ speedup = t(1) / t(N), efficiency = speedup / N.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any
 
 from accelml.cases import canonical_json
 from accelml.results.records import CaseResult
+
+PHASES = ("fit", "predict", "epoch")
+"""The timed phases a report shows, in order."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,10 @@ def speedups(results: Iterable[CaseResult], reference: str, phase: str = "fit"
     return found
 
 
-def _scaling_key(result: CaseResult, strategy: str | None) -> tuple:
+ScalingKey = tuple[str, str, str, str]
+
+
+def _scaling_key(result: CaseResult, strategy: str | None) -> ScalingKey:
     """What a case and its 1-worker baseline share: everything but the worker count."""
     identity = _identity(result, with_workers=False)
     return (result.backend, result.device, strategy or "single", identity)
@@ -116,7 +124,7 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
     are never a baseline.
     """
     results = [r for r in results if r.ok and r.timing("epoch") is not None]
-    baselines: dict[tuple, CaseResult] = {}
+    baselines: dict[ScalingKey, CaseResult] = {}
     for result in results:
         if result.workers == 1:
             baselines.setdefault(_scaling_key(result, result.strategy), result)
@@ -126,8 +134,66 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
                 or baselines.get(_scaling_key(result, "single")))
         if base is None:
             continue
-        value = base.timing("epoch").median / result.timing("epoch").median
+        base_epoch, epoch = base.timing("epoch"), result.timing("epoch")
+        if base_epoch is None or epoch is None:
+            continue
+        value = base_epoch.median / epoch.median
         found[result.case_id] = Scaling(
             result.case_id, base.case_id, result.workers, value, value / result.workers,
             None if result.dl is None else result.dl.images_per_second)
     return found
+
+
+@dataclass(frozen=True)
+class GeometricMeanSpeedup:
+    """exp(mean(log speedup)) over the cases of one backend/device that have a reference case."""
+
+    backend: str
+    device: str
+    phase: str
+    value: float
+    cases: int
+    minimum: float
+    maximum: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "device": self.device, "phase": self.phase,
+                "value": self.value, "cases": self.cases, "minimum": self.minimum,
+                "maximum": self.maximum}
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    """The geometric mean of the positive, finite values (NaN when there are none).
+
+    >>> round(geometric_mean([2.0, 8.0]), 6)
+    4.0
+    """
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    if not values:
+        return math.nan
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def geometric_mean_speedups(results: Iterable[CaseResult], reference: str | None
+                            ) -> tuple[GeometricMeanSpeedup, ...]:
+    """One entry per (backend, device, phase) with at least one case measured against the reference.
+
+    The reference cases themselves (speedup 1 by definition) are left out.
+    """
+    if not reference:
+        return ()
+    results = list(results)
+    by_id = {result.case_id: result for result in results}
+    found = []
+    for phase in PHASES:
+        groups: dict[tuple[str, str], list[float]] = {}
+        for case_id, value in speedups(results, reference, phase).items():
+            if value.reference_case_id == case_id:
+                continue
+            result = by_id[case_id]
+            groups.setdefault((result.backend, result.device), []).append(value.value)
+        for (backend, device), values in groups.items():
+            found.append(GeometricMeanSpeedup(backend, device, phase, geometric_mean(values),
+                                              len(values), min(values), max(values)))
+    order = {phase: index for index, phase in enumerate(PHASES)}
+    return tuple(sorted(found, key=lambda s: (s.backend, s.device, order[s.phase])))

@@ -7,10 +7,12 @@ case itself; a failed case is never a reference and shows "-"), the main score,
 agreement with the reference case's predictions, and status (with the reason of a failure
 and a ``noisy`` flag when the median's interval stayed wider than the case's target).
 
-Agreement: for classification the fraction of equal labels; for clustering the fraction of
-equal labels after the best one-to-one matching of cluster ids; for regression (and other
-real-valued output) the largest absolute difference; for decomposition the same on absolute
-values (component signs are arbitrary). Only cases on the same data are compared.
+Agreement: the headline of :func:`accelml.report.repro.compare_results` between the case and
+its reference case, so the table and the agreement matrix never disagree: label agreement
+(cluster ids matched one-to-one first) where the outputs are labels, else the largest
+absolute difference (cluster centres and PCA outputs matched first), else the final
+accuracy difference of deep-learning cases (:mod:`accelml.report.measures`). Only cases on
+the same data are compared.
 
 >>> from accelml.results.store import ResultsStore
 >>> import tempfile
@@ -21,31 +23,32 @@ values (component signs are arbitrary). Only cases on the same data are compared
 
 from __future__ import annotations
 
+import io
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from accelml.report.measure import Measure, measures
+from accelml.report.repro import compare_results
 from accelml.report.speed import reference_cases, scaling, speedup
 from accelml.results.records import CaseResult, PhaseTiming, RunRecord
 from accelml.results.store import ResultsStore
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 MAIN_SCORE = ("accuracy", "r2", "adjusted_rand", "inertia", "explained_variance")
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """How closely a case's predictions match its reference case's."""
+    """How closely a case's outputs match its reference case's, in one figure."""
 
-    kind: str                # "labels" (fraction equal) or "max_abs_diff"
+    kind: str                # the headline measure's name: "label_agreement", "max_abs_diff", ...
     value: float
     reference_case_id: str
-
-    def text(self) -> str:
-        if self.kind == "labels":
-            return f"{self.value:.2%} labels" if self.value < 1 else "100% labels"
-        return f"max|d| {self.value:.3g}"
+    text: str                # as shown: "labels 98.50%", "max|d| 0.003"
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class TimingCell:
     ci_halfwidth_rel: float
 
     @classmethod
-    def of(cls, timing: PhaseTiming | None) -> "TimingCell | None":
+    def of(cls, timing: PhaseTiming | None) -> TimingCell | None:
         if timing is None:
             return None
         return cls(timing.median, timing.q1, timing.q3, timing.count, timing.noisy,
@@ -101,7 +104,7 @@ class Row:
 
 
 def _unit(seconds: float) -> tuple[str, float]:
-    if seconds != seconds or seconds >= 1:
+    if math.isnan(seconds) or seconds >= 1:
         return "s", 1.0
     if seconds >= 1e-3:
         return "ms", 1e3
@@ -109,21 +112,9 @@ def _unit(seconds: float) -> tuple[str, float]:
 
 
 def _number(value: float) -> str:
-    if value != value:
+    if math.isnan(value):
         return "-"
     return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
-
-
-def _seconds(value: float) -> str:
-    if value != value:
-        return "-"
-    if value >= 100:
-        return f"{value:.0f}s"
-    if value >= 1:
-        return f"{value:.2f}s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.1f}ms"
-    return f"{value * 1e6:.0f}us"
 
 
 def _main_score(result: CaseResult) -> tuple[str | None, float | None]:
@@ -136,39 +127,18 @@ def _main_score(result: CaseResult) -> tuple[str | None, float | None]:
     return None, None
 
 
-def _matched_label_fraction(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.optimize import linear_sum_assignment
-
-    labels_a, index_a = np.unique(a, return_inverse=True)
-    labels_b, index_b = np.unique(b, return_inverse=True)
-    counts = np.zeros((len(labels_a), len(labels_b)), dtype=np.int64)
-    np.add.at(counts, (index_a, index_b), 1)
-    rows, cols = linear_sum_assignment(-counts)
-    return float(counts[rows, cols].sum() / len(a))
-
-
-def agreement(store: ResultsStore, result: CaseResult, reference: CaseResult) -> Agreement | None:
-    """Agreement of two cases' stored predictions (None when either has none or data differ)."""
-    mine, theirs = result.prediction(), reference.prediction()
-    if mine is None or theirs is None or mine.shape != theirs.shape:
-        return None
+def agreement(store: ResultsStore, result: CaseResult, reference: CaseResult,
+              measures_used: Sequence[Measure] | None = None) -> Agreement | None:
+    """The headline of the comparison of two cases (None when nothing applies or data differ)."""
     if result.dataset_info and reference.dataset_info and \
             result.dataset_info.digest != reference.dataset_info.digest:
         return None
-    try:
-        a, b = store.read_array(mine.digest), store.read_array(theirs.digest)
-    except Exception:   # an array missing from the store: no agreement figure, the rest stands
+    found = compare_results(store, reference, store, result, measures_used=measures_used).headline
+    if found is None:
         return None
-    task = result.task or reference.task
-    if task == "classification":
-        return Agreement("labels", float(np.mean(a == b)), reference.case_id)
-    if task == "clustering":
-        return Agreement("labels", _matched_label_fraction(a, b), reference.case_id)
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    if task == "decomposition":
-        a, b = np.abs(a), np.abs(b)
-    return Agreement("max_abs_diff", float(np.max(np.abs(a - b))) if a.size else 0.0,
-                     reference.case_id)
+    measure, reading = found
+    return Agreement(measure.name, float(reading.value), reference.case_id,
+                     measure.headline_text(reading))
 
 
 def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: str | None
@@ -176,6 +146,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
     results = list(results)
     references = reference_cases(results, reference) if reference else {}
     scalings = scaling(results)
+    found_measures = measures()
     rows = []
     for result in results:
         ref = references.get(result.case_id)
@@ -187,16 +158,17 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         # A failed case is never anyone's reference (nor its own): it shows no speedup.
         is_reference = ref is not None and ref.case_id == result.case_id and result.ok
         found = speedup(result, ref, phase) if ref is not None else None
+        value: float | None = None
+        low: float | None = None
+        high: float | None = None
         if found is None and found_scaling is not None:
-            value, low, high = found_scaling.speedup, None, None
+            value = found_scaling.speedup
         elif found is not None:
             value, low, high = found.value, found.low, found.high
-        else:
-            value = low = high = None
         score_name, score = _main_score(result) if result.ok else (None, None)
         match = None
         if ref is not None and not is_reference and result.ok and ref.ok:
-            match = agreement(store, result, ref)
+            match = agreement(store, result, ref, found_measures)
         status = result.status if result.ok else f"failed ({result.failure.value})"
         rows.append(Row(
             case_id=result.case_id, algorithm=result.algorithm, dataset=result.dataset,
@@ -220,7 +192,7 @@ def _status_text(row: Row, note: int | None = None) -> str:
 
 def _varying_params(rows: list[Row]) -> bool:
     """Show a params column only when one algorithm/dataset/backend/device runs with several."""
-    seen: dict[tuple, set[str]] = {}
+    seen: dict[tuple[str, str, str, str, int, str | None], set[str]] = {}
     for row in rows:
         key = (row.algorithm, row.dataset, row.backend, row.device, row.workers, row.strategy)
         seen.setdefault(key, set()).add(_params_text(row.params))
@@ -242,7 +214,8 @@ def _params_text(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
 
 
-def rich_table(rows: list[Row], title: str = ""):
+def rich_table(rows: list[Row], title: str = "") -> Table:
+    """The table as a rich ``Table`` (the terminal shows it in colour)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -250,9 +223,9 @@ def rich_table(rows: list[Row], title: str = ""):
     show_strategy = any(row.strategy for row in rows)
     show_epoch = any(row.epoch is not None for row in rows)
     table = Table(title=title or None, show_lines=False, header_style="bold")
-    for name, justify in (("algorithm", "left"), ("dataset", "left"), ("backend", "left"),
-                          ("device", "left"), ("workers", "right")):
-        table.add_column(name, justify=justify)
+    for name in ("algorithm", "dataset", "backend", "device"):
+        table.add_column(name, justify="left")
+    table.add_column("workers", justify="right")
     if show_strategy:
         table.add_column("strategy")
     if show_params:
@@ -282,7 +255,7 @@ def rich_table(rows: list[Row], title: str = ""):
         if show_epoch:
             cells.append(row.epoch.text() if row.epoch else "-")
         score = "-" if row.score is None else f"{row.score_name} {row.score:.4g}"
-        match = "ref" if row.is_reference else (row.agreement.text() if row.agreement else "-")
+        match = "ref" if row.is_reference else (row.agreement.text if row.agreement else "-")
         status = _status_text(row, notes.get(row.case_id, (None,))[0])
         style = None if row.status == "ok" else "red"
         cells += [_speedup_text(row), score, match, status]
@@ -294,7 +267,7 @@ def render_text(rows: list[Row], title: str = "", width: int | None = None) -> s
     """The table as plain text (no colour), e.g. for ``Comparison.table()``."""
     from rich.console import Console
 
-    console = Console(width=width or 160, record=True, color_system=None, file=_Null())
+    console = Console(width=width or 160, record=True, color_system=None, file=io.StringIO())
     console.print(rich_table(rows, title))
     footer = legend(rows)
     if footer:
@@ -321,16 +294,12 @@ def legend(rows: list[Row]) -> str:
     return escape("\n".join(lines))
 
 
-class _Null:
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
 def json_clean(value: Any) -> Any:
-    """``value`` with NaN and infinities as ``None`` (valid JSON), tuples as lists."""
+    """``value`` with NaN and infinities as ``None`` (valid JSON), tuples as lists.
+
+    >>> json_clean({"a": [1.0, float("nan")], "b": (float("inf"),)})
+    {'a': [1.0, None], 'b': [None]}
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -342,9 +311,10 @@ def json_clean(value: Any) -> Any:
 
 def to_json(run: RunRecord, results: list[CaseResult], rows: list[Row]) -> dict[str, Any]:
     """Machine-readable results: the run, every row, and every full case record."""
-    return json_clean({
+    cleaned: dict[str, Any] = json_clean({
         "run": {key: value for key, value in run.to_dict().items() if key != "spec_text"},
         "rows": [row.to_dict() for row in rows],
         "cases": [result.to_dict() for result in results],
         "failed": [row.case_id for row in rows if row.status != "ok"],
     })
+    return cleaned

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from accelml.cases import Case
-from accelml.report.repro import compare_arrays, value_differences
+from accelml.report.arrays import compare_arrays, value_differences
 from accelml.results.records import CaseResult
 from accelml.runner.worker import run_case
 

@@ -40,7 +40,7 @@ def test_smoke_spec_end_to_end_json(smoke_run):
     assert all(row["status"] == "ok" for row in rows.values())
     assert rows[("kmeans", "sklearn")]["is_reference"]
     fast = rows[("kmeans", "sklearnex")]
-    assert fast["speedup"] > 0 and fast["agreement"]["kind"] == "labels"
+    assert fast["speedup"] > 0 and fast["agreement"]["kind"] == "label_agreement"
     assert fast["agreement"]["value"] > 0.9
     assert rows[("gradient_boosting_classifier", "xgboost")]["score_name"] == "accuracy"
     assert document["failed"] == []

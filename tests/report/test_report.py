@@ -11,14 +11,14 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from _chromium import MISSING, Browser, BrowserError
 
 from accelml.cli import main
 from accelml.errors import AccelmlError
+from accelml.report import load_report, report
+from accelml.report.export import read_csv
 from accelml.report.plots import format_speedup
-from accelml.report.render import load_report, read_csv, report
 from accelml.results import ResultsStore
-
-from _chromium import MISSING, Browser, BrowserError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from accelml.results.records import ArrayRef, CaseResult, FailureKind, RunRecord, Score
+from accelml.results.records import ArrayRef, CaseResult, DatasetInfo, FailureKind, RunRecord, Score
 from accelml.results.store import ResultsStore, array_digest, array_to_npy_bytes
 from accelml.runner.environment import fingerprint
 
@@ -28,8 +28,9 @@ def add_result(store: ResultsStore, run_id: str, *, algorithm: str, backend: str
                params: dict[str, Any] | None = None, arrays: dict[str, np.ndarray] | None = None,
                scores: dict[str, float] | None = None, repeat_arrays: list[np.ndarray] | None = None,
                case_id: str | None = None, status: str = "ok", reason: str = "",
-               dl=None, strategy: str | None = None) -> CaseResult:
-    """Store one case result with its arrays; ``repeat_arrays`` give the repeat digests."""
+               dl=None, strategy: str | None = None, dataset_task: str = "") -> CaseResult:
+    """Store one case result with its arrays; ``repeat_arrays`` give the repeat digests;
+    ``dataset_task`` records the data set's own task."""
     params = params or {}
     arrays = arrays or {}
     refs, blobs = [], {}
@@ -50,6 +51,10 @@ def add_result(store: ResultsStore, run_id: str, *, algorithm: str, backend: str
                                                           for k, v in (scores or {}).items()),
         predictions=tuple(refs), repeat_prediction_digests=digests,
         environment=fingerprint(1), dl=dl,
+        dataset_info=DatasetInfo(name=dataset, digest="0" * 16, source="generated",
+                                 task=dataset_task, n_train=0, n_test=0, n_features=0,
+                                 n_classes=None, dtype="float64", layout="C")
+        if dataset_task else None,
         failure=FailureKind.NONE if status == "ok" else FailureKind.ERROR,
     )
     store.add_case_result(result, blobs)

@@ -270,3 +270,75 @@ def test_deep_learning_loss_accuracy_and_rank_drift(tmp_path):
     assert set(metrics) == {"dl.final_loss", "dl.final_accuracy", "dl.ranks_identical",
                             "score.final_train_loss"}
     assert metrics["dl.final_loss"].difference == pytest.approx(0.05)
+
+
+def _two_backends(store, data, other_C=0.05):
+    """A run of logistic regression on two backends whose answers differ (another C)."""
+    run_id = new_run(store)
+    for backend, C in (("sklearn", 1.0), ("sklearnex", other_C)):
+        predictions, probabilities, accuracy = _fit_logistic(data, C)
+        add_result(store, run_id, algorithm="logistic_regression", backend=backend,
+                   task="classification", params={"C": 1.0},
+                   arrays={"predictions": predictions, "probabilities": probabilities},
+                   scores={"accuracy": accuracy})
+    return run_id
+
+
+def test_the_runs_comparisons_are_kept_and_gated_by_each_measures_key(tmp_path, data):
+    store = ResultsStore(tmp_path / "results")
+    run_id = _two_backends(store, data)
+    path = tmp_path / "baseline.json"
+    make_baseline(store, run_id).write(path)
+    document = json.loads(path.read_text())
+    (comparison,) = document["comparisons"]
+    measures = comparison["measures"]
+    assert comparison["kind"] == "cross-backend" and measures["identical"] is False
+    assert 0.5 < measures["label_agreement"] < 1.0 and measures["max_abs_diff"] > 0
+    assert document["tolerances"]["label_agreement"] == {"atol": 0.0, "rtol": 0.0}
+    assert check_run(store, run_id, Baseline.read(path)).ok
+
+    comparison["measures"]["label_agreement"] = 1.0          # the baseline said: no label differs
+    path.write_text(json.dumps(document))
+    report = check_run(store, run_id, Baseline.read(path))
+    (drift,) = report.drifts
+    assert drift.metric == "cross-backend.label_agreement" and drift.baseline == 1.0
+    assert drift.case.startswith("logistic_regression/sklearnex/cpu")
+    assert "against logistic_regression/sklearn/cpu" in drift.note
+    document["tolerances"]["label_agreement"] = {"atol": 0.5}
+    path.write_text(json.dumps(document))
+    assert check_run(store, run_id, Baseline.read(path)).ok
+
+    moved = _two_backends(store, data, other_C=0.01)      # sklearnex now answers differently
+    metrics = {d.metric for d in check_run(store, moved, Baseline.read(path)).drifts}
+    assert {"cross-backend.max_abs_diff", "cross-backend.mean_abs_diff"} <= metrics
+    assert "probabilities.max_abs_diff" in metrics              # the case's own answer moved too
+
+
+def test_a_version_1_baseline_is_still_read_and_updated_with_comparisons(tmp_path, data, capsys):
+    store = ResultsStore(tmp_path / "results")
+    run_id = _two_backends(store, data)
+    path = tmp_path / "baseline.json"
+    document = make_baseline(store, run_id).to_dict()
+    document["version"] = 1                                 # as accelml wrote it before measures
+    del document["comparisons"]
+    document["tolerances"] = {key: value for key, value in document["tolerances"].items()
+                              if key in ("score", "labels", "values", "loss", "accuracy",
+                                         "bitwise", "ranks")}
+    path.write_text(json.dumps(document))
+    assert check_run(store, run_id, Baseline.read(path)).ok
+    assert main(["check", "--run", run_id, "--baseline", str(path), "--results-dir",
+                 str(store.directory), "--update-baseline"]) == 0
+    capsys.readouterr()
+    updated = json.loads(path.read_text())
+    assert updated["version"] == 2 and len(updated["comparisons"]) == 1
+    assert "label_agreement" in updated["tolerances"]
+
+
+def test_a_measure_of_the_baseline_that_is_not_installed_is_a_note(tmp_path, data):
+    store = ResultsStore(tmp_path / "results")
+    run_id = _two_backends(store, data)
+    document = make_baseline(store, run_id).to_dict()
+    document["comparisons"][0]["measures"]["spearman"] = 0.99
+    report = check_run(store, run_id, Baseline.from_dict(document))
+    assert report.ok
+    assert any("not installed here" in note and "spearman" in note for note in report.notes)

@@ -11,16 +11,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from accelml.report.repro import (
-    agreement_matrix,
-    compare_arrays,
-    compare_results,
-    match_labels,
-    run_to_run,
-)
+from accelml.expectations import pair_expectation
+from accelml.report.arrays import compare_arrays, match_labels
+from accelml.report.repro import agreement_matrix, compare_results, run_to_run
 from accelml.results.records import DLMeasurements, EpochRecord
 from accelml.results.store import ResultsStore
-from accelml.expectations import pair_expectation
 
 from .records import add_result, new_run
 
@@ -89,9 +84,11 @@ def test_stored_pca_outputs_are_values_even_on_labelled_data(tmp_path, blobs):
     store = ResultsStore(tmp_path)
     run_id = new_run(store)
     transformed = PCA(2).fit_transform(blobs)
-    a = add_result(store, run_id, algorithm="pca", task="classification",
+    # the runner stores the algorithm's task; the data set's task is classification
+    a = add_result(store, run_id, algorithm="pca", task="decomposition", dataset_task="classification",
                    arrays={"predictions": transformed})
-    b = add_result(store, run_id, algorithm="pca", backend="sklearnex", task="classification",
+    b = add_result(store, run_id, algorithm="pca", backend="sklearnex", task="decomposition",
+                   dataset_task="classification",
                    arrays={"predictions": transformed * np.array([1.0, -1.0])})
     measure = compare_results(store, a, store, b).array("predictions")
     assert (measure.kind, measure.matched, measure.max_abs_diff) == ("values", "sign", 0.0)
@@ -133,11 +130,11 @@ def test_cross_backend_and_run_to_run_from_stored_predictions(tmp_path, cancer):
 
     agreement = compare_results(store, reference, store, other, kind="cross-backend")
     expected_labels = float(np.mean(reference_model.predict(X_test) == other_model.predict(X_test)))
-    assert agreement.label_agreement == pytest.approx(expected_labels)
+    assert agreement.value("label_agreement") == pytest.approx(expected_labels)
     probabilities = agreement.array("probabilities")
     assert probabilities.max_abs_diff == pytest.approx(np.abs(
         reference_model.predict_proba(X_test) - other_model.predict_proba(X_test)).max())
-    assert agreement.score_difference.difference == pytest.approx(
+    assert agreement.value("score_difference") == pytest.approx(
         other_model.score(X_test, y_test) - reference_model.score(X_test, y_test))
     assert agreement.bitwise_identical is False
     assert agreement.expectation.bitwise is False and "XGBoost" in agreement.expectation.reason
@@ -203,9 +200,9 @@ def test_deep_learning_measures_and_rank_agreement(tmp_path):
                      strategy="horovod", task="classification", dl=dl(2, 0.55, 0.78, ("w2", "w3")))
     matrix = agreement_matrix(store, run_id)
     (scale,) = matrix.cross_scale
-    assert scale.dl.loss_difference == pytest.approx(0.05)
-    assert scale.dl.accuracy_difference == pytest.approx(-0.02)
-    assert scale.dl.ranks_identical_b is False and scale.dl.weights_identical is False
+    assert scale.value("loss_difference") == pytest.approx(0.05)
+    assert scale.value("accuracy_difference") == pytest.approx(-0.02)
+    assert scale.value("ranks_identical") is False and scale.bitwise_identical is False
     assert scale.expectation.bitwise is False and "global batch" in scale.expectation.reason
     ranks = {e.case.case_id: e for e in matrix.run_to_run}
     assert ranks[two.case_id].ranks_identical is False and ranks[two.case_id].unexpected
@@ -258,3 +255,26 @@ def test_cross_scale_pairs_each_strategy_with_its_own_one_worker_case(tmp_path):
              for e in agreement_matrix(store, run_id).cross_scale}
     assert pairs == {("horovod", 2): ("horovod", 1), ("multiworker", 2): ("multiworker", 1),
                      ("jax-pmean", 4): (None, 1)}
+
+
+def test_the_table_shows_the_agreement_the_matrix_computes(tmp_path, blobs):
+    """One owner for agreement: a decomposition whose near-zero projections changed sign
+    (the component itself did not flip) differs by twice those values. The table used to
+    compare absolute values and showed max|d| 0 beside the matrix's real difference."""
+    from accelml.report.table import build_rows
+
+    store = ResultsStore(tmp_path)
+    run_id = new_run(store)
+    transformed = PCA(1).fit_transform(blobs)
+    near_zero = np.argsort(np.abs(transformed[:, 0]))[:3]
+    moved = transformed.copy()
+    moved[near_zero] *= -1
+    results = [add_result(store, run_id, algorithm="pca", backend=backend, task="decomposition",
+                          arrays={"predictions": array})
+               for backend, array in (("sklearn", transformed), ("sklearnex", moved))]
+    (comparison,) = agreement_matrix(store, run_id).cross_backend
+    expected = 2 * np.abs(transformed[near_zero, 0]).max()
+    assert comparison.value("max_abs_diff") == pytest.approx(expected) and expected > 0
+    reference, other = build_rows(store, results, "sklearn")
+    assert reference.is_reference and other.agreement is not None
+    assert other.agreement.value == comparison.value("max_abs_diff")

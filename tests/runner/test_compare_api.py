@@ -18,7 +18,7 @@ def test_compare_in_memory_data(tmp_path):
     assert set(speedups) == {"sklearn/cpu", "sklearnex/cpu"} and speedups["sklearn/cpu"] == 1.0
     agreement = result.agreement(reference="sklearn")
     assert isinstance(agreement["sklearnex/cpu"], Agreement)
-    assert agreement["sklearnex/cpu"].kind == "labels" and agreement["sklearnex/cpu"].value > 0.95
+    assert agreement["sklearnex/cpu"].kind == "label_agreement" and agreement["sklearnex/cpu"].value > 0.95
     table = result.table()
     assert "kmeans" in table and "sklearnex" in table and "ref" in table
     # everything is in the store, readable later by any reader
@@ -31,7 +31,7 @@ def test_compare_in_memory_data(tmp_path):
     # the agreement matrix: every repeat and the cross-backend pair
     matrix = result.agreement_matrix()
     assert len(matrix.run_to_run) == 2 and len(matrix.cross_backend) == 1
-    assert matrix.cross_backend[0].label_agreement == agreement["sklearnex/cpu"].value
+    assert matrix.cross_backend[0].value("label_agreement") == agreement["sklearnex/cpu"].value
     assert "cross-backend" in matrix.format() and matrix.to_dict()["reference"] == "sklearn"
     # the full report, written from the same store
     report = result.report(json=tmp_path / "report.json")

@@ -1,0 +1,50 @@
+"""Differences of continuous outputs (probabilities, decision values, regression outputs,
+transforms; cluster centres and PCA outputs matched first): max and mean |Δ|, absolute and
+relative to max(|a|, |b|) elementwise; the worst array's in a cell."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+
+
+def _field(name: str) -> Callable[[Pair], tuple[Reading, ...]]:
+    """The readings of one field of :class:`accelml.report.arrays.ArrayAgreement`."""
+    def readings(pair: Pair) -> tuple[Reading, ...]:
+        found = ((array.name, getattr(array, name)) for array in pair.arrays)
+        return tuple(Reading(value, array) for array, value in found if value is not None)
+
+    return readings
+
+
+def difference_text(reading: Reading) -> str:
+    """Three significant digits.
+
+    >>> difference_text(Reading(0.000123456)), difference_text(Reading(0.0))
+    ('0.000123', '0')
+    """
+    return "0" if reading.value == 0 else f"{reading.value:.3g}"
+
+
+def _difference(name: str, column: str, description: str, order: int,
+                summary: int | None = None) -> Measure:
+    return Measure(
+        name=name, column=column, unit="", description=description, ideal=Ideal.ZERO,
+        aggregate=Aggregate.WORST, compute=_field(name),
+        tolerance=Tolerance(name, default=Bounds(atol=1e-9, rtol=1e-6),
+                            loose=Bounds(atol=1e-4, rtol=1e-2)),
+        text=difference_text, summary=summary, order=order)
+
+
+MEASURE = (
+    _difference("max_abs_diff", "max|d|",
+                "largest absolute difference of a continuous output, in its units (the worst array)", 30,
+                summary=2),
+    _difference("mean_abs_diff", "mean|d|",
+                "mean absolute difference of a continuous output, in its units (the worst array)", 31),
+    _difference("max_rel_diff", "max rel",
+                "largest difference relative to max(|a|, |b|) elementwise (the worst array)", 32),
+    _difference("mean_rel_diff", "mean rel",
+                "mean difference relative to max(|a|, |b|) elementwise (the worst array)", 33),
+)
