@@ -28,9 +28,12 @@ reason, and every other plug-in keeps working.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.metadata
+import os
 import pkgutil
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Generic, Protocol, TypeVar
@@ -107,6 +110,9 @@ class ExtensionPoint(Generic[R]):
         return self._find().broken
 
     def _find(self) -> _Found[R]:
+        return _discover(self, _path_fingerprint())
+
+    def _discover(self) -> _Found[R]:
         records: list[R] = []
         origins: list[str] = []
         broken: list[BrokenPlugin] = []
@@ -147,6 +153,28 @@ class ExtensionPoint(Generic[R]):
                                    f"{self.record_type.__name__} (or a tuple of them), "
                                    f"not {type(item).__name__}")
         return tuple(values)  # type: ignore[arg-type]  # checked just above
+
+
+PathFingerprint = tuple[tuple[str, int], ...]
+
+
+def _path_fingerprint() -> PathFingerprint:
+    """``sys.path`` with each folder's modification time: installing a distribution (or a
+    module) there changes it, so discovery runs again; otherwise its answer is reused."""
+    stamps = []
+    for entry in sys.path:
+        try:
+            stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            stamps.append((entry, 0))
+    return tuple(stamps)
+
+
+@functools.lru_cache(maxsize=32)
+def _discover(point: ExtensionPoint[R], fingerprint: PathFingerprint) -> _Found[R]:
+    """One discovery of ``point``'s records for the import path ``fingerprint`` (cached: a
+    look-up by name sits on hot paths such as every cell of the agreement matrix)."""
+    return point._discover()
 
 
 def _package_modules(package: str) -> list[ModuleType]:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from accelml.cases import Expectation, JSONScalar
+from accelml.dl.strategies import default_strategy
 from accelml.expectations import pair_expectation, run_to_run_expectation
 from accelml.report.arrays import (
     ArrayAgreement,
@@ -158,7 +159,8 @@ def case_label(result: CaseResult) -> str:
     """A readable name: ``algorithm/backend/device[ xN] on dataset (params)``."""
     extra = ", ".join(f"{key}={value}" for key, value in result.params)
     workers = f" x{result.workers}" if result.workers != 1 else ""
-    strategy = f" [{result.strategy}]" if result.strategy and result.strategy != "single" else ""
+    shown = result.strategy and result.strategy != default_strategy().name
+    strategy = f" [{result.strategy}]" if shown else ""
     return (f"{result.algorithm}/{result.backend}/{result.device}{workers}{strategy} "
             f"on {result.dataset}" + (f" ({extra})" if extra else ""))
 
@@ -233,7 +235,7 @@ PickReference = Callable[[CaseResult, list[CaseResult]], CaseResult]
 
 def _identity(result: CaseResult, leave_out: Iterable[str]) -> Identity:
     fields = {"algorithm": result.algorithm, "backend": result.backend, "device": result.device,
-              "workers": result.workers, "strategy": result.strategy or "single",
+              "workers": result.workers, "strategy": result.strategy or default_strategy().name,
               "dataset": result.dataset, "params": tuple(sorted(result.params))}
     for name in leave_out:
         fields.pop(name)
@@ -245,10 +247,11 @@ def _first_reference(other: CaseResult, references: list[CaseResult]) -> CaseRes
 
 
 def _same_strategy_reference(other: CaseResult, references: list[CaseResult]) -> CaseResult:
-    """The 1-worker case of ``other``'s own strategy, else the ``single`` one, else the first."""
-    for wanted in (other.strategy or "single", "single"):
+    """The 1-worker case of ``other``'s own strategy, else the default strategy's, else the first."""
+    default = default_strategy().name
+    for wanted in (other.strategy or default, default):
         for reference in references:
-            if (reference.strategy or "single") == wanted:
+            if (reference.strategy or default) == wanted:
                 return reference
     return references[0]
 

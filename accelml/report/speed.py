@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelml.cases import canonical_json
+from accelml.dl.strategies import default_strategy
 from accelml.results.records import CaseResult
 
 PHASES = ("fit", "predict", "epoch")
@@ -112,7 +113,7 @@ ScalingKey = tuple[str, str, str, str]
 def _scaling_key(result: CaseResult, strategy: str | None) -> ScalingKey:
     """What a case and its 1-worker baseline share: everything but the worker count."""
     identity = _identity(result, with_workers=False)
-    return (result.backend, result.device, strategy or "single", identity)
+    return (result.backend, result.device, strategy or default_strategy().name, identity)
 
 
 def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
@@ -120,7 +121,7 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
 
     Each case is measured against the 1-worker case of its own strategy (and backend,
     device, model, dataset, parameters); where its strategy has no 1-worker case, against
-    the single-process (``single``) 1-worker case of the same model and data. Failed cases
+    the default strategy's 1-worker case of the same model and data. Failed cases
     are never a baseline.
     """
     results = [r for r in results if r.ok and r.timing("epoch") is not None]
@@ -131,7 +132,7 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
     found = {}
     for result in results:
         base = (baselines.get(_scaling_key(result, result.strategy))
-                or baselines.get(_scaling_key(result, "single")))
+                or baselines.get(_scaling_key(result, default_strategy().name)))
         if base is None:
             continue
         base_epoch, epoch = base.timing("epoch"), result.timing("epoch")

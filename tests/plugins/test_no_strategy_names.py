@@ -20,13 +20,7 @@ from accelml.dl.strategies import STRATEGIES_POINT
 
 PACKAGE = Path(accelml.__file__).resolve().parent
 
-PENDING: dict[str, tuple[str, str]] = {
-    "accelml/report/repro.py": (
-        "single",
-        ("the agreement matrix labels and pairs stored results by strategy, treating the "
-         "default one apart; the report is the measure helper's area on issue 14, so the "
-         "integrator moves this onto the stored result or the registry and deletes this entry")),
-}
+PENDING: dict[str, tuple[str, str]] = {}
 """Tests known to remain in areas this change does not own: file -> (name, why). The test
 fails when such a test is gone too, so the entry cannot outlive it."""
 
