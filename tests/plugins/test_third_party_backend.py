@@ -99,7 +99,7 @@ def test_compare_sklearn_and_acme_end_to_end(acme, tmp_path):
     rows = {row["backend"]: row for row in document["rows"]}
     assert set(rows) == {"sklearn", "acme"} and document["failed"] == []
     assert all(row["status"] == "ok" for row in rows.values())
-    assert rows["acme"]["agreement"]["kind"] == "labels"
+    assert rows["acme"]["agreement"]["kind"] == "label_agreement"
     assert rows["acme"]["agreement"]["value"] == 1.0
     matrix = document["agreement_matrix"]
     [across] = matrix["cross_backend"]
