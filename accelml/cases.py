@@ -34,12 +34,18 @@ def canonical_json(value: Any) -> str:
 class CaseLike(Protocol):
     """What a case and a stored result have in common (a spec ``Case`` or a ``CaseResult``)."""
 
-    algorithm: str
-    backend: str
-    device: str
-    workers: int
-    strategy: str | None
-    params: tuple[tuple[str, JSONScalar], ...]
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def strategy(self) -> str | None: ...
+    @property
+    def params(self) -> tuple[tuple[str, JSONScalar], ...]: ...
 
 
 @dataclass(frozen=True)

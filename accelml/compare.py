@@ -25,6 +25,7 @@ keeps every finished case and ``resume=RUN_ID`` runs only the missing ones.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
 import sys
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from accelml.cases import Case, Experiment
+from accelml.cases import Experiment
 from accelml.errors import AccelmlError, SpecError
 from accelml.executors import make_executor, submits_jobs
 from accelml.executors.arguments import cluster_settings, progress_for
@@ -113,7 +114,7 @@ def plan_run(experiment: Experiment, *, deterministic: bool = False,
 def _lost(task: CaseTask, run_id: str, error: str, failure: str | None = None) -> CaseResult:
     """The failed result of a task the executor returned no result for (``failure``: the
     executor's reason kind, e.g. "unavailable"; a lost worker otherwise)."""
-    return CaseResult.failed(Case.from_dict(task.case), run_id,
+    return CaseResult.failed(task.case, run_id,
                              FailureKind(failure) if failure else FailureKind.LOST,
                              error or "no result", threads=task.threads, attempts=task.attempt)
 
@@ -183,19 +184,15 @@ def run_experiment(
         threads = case.threads or (settings.resources.cores
                                    if in_jobs and settings.resources.cores
                                    else default_threads(jobs))
-        case_data = case.to_dict()
-        case_data["threads"] = threads
-        tasks.append(CaseTask(case=case_data, run_id=run.run_id, cache_dir=cache_dir,
+        tasks.append(CaseTask(case=dataclasses.replace(case, threads=threads), run_id=run.run_id, cache_dir=cache_dir,
                               threads=threads, environment=dict(plan.environment) or None,
                               deterministic=plan.deterministic))
     finished = 0
     try:
         with make_executor(settings, progress=progress) as executor:
             for outcome in executor.map(execute_case, tasks):
-                if outcome.ok:
-                    document = outcome.result
-                    result = CaseResult.from_dict(document["result"])
-                    arrays = document.get("arrays", {})
+                if outcome.result is not None:
+                    result, arrays = outcome.result.result, outcome.result.arrays
                 else:
                     result = _lost(outcome.item, run.run_id, outcome.error or "",
                                    outcome.failure)

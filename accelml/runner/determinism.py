@@ -76,7 +76,8 @@ class DeterministicSettings:
                 "notes": list(self.notes)}
 
 
-def deterministic_params(algorithm: str, params: tuple[tuple[str, JSONScalar], ...] | dict,
+def deterministic_params(algorithm: str,
+                         params: tuple[tuple[str, JSONScalar], ...] | dict[str, JSONScalar],
                          seed: int, threads: int | None = None
                          ) -> tuple[tuple[str, JSONScalar], ...]:
     """``params`` with ``random_state`` (and ``n_jobs``) filled in where the spec left them unset.

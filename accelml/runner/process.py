@@ -3,21 +3,23 @@
 :func:`execute_case` is what an executor runs (on a dask worker, locally or on a cluster
 node). It starts ``python -m accelml run-case`` as a child process, sets the thread count for
 every threading library through the environment before the process starts, watches the time
-limit and the memory limit (resident memory of the whole process tree), and returns::
-
-    {"result": <CaseResult dict>, "arrays": {digest: npy bytes}}
+limit and the memory limit (resident memory of the whole process tree), and returns a
+:class:`CaseOutput`: the :class:`CaseResult` and the bytes of the arrays it refers to.
 
 A case that raises, runs past its time limit, goes over its memory limit, or whose process
 dies (SIGKILL from the kernel's OOM killer, a crash) comes back as a failed ``CaseResult``
 with the reason; :func:`execute_case` itself does not raise for any of these.
 
->>> task = CaseTask(case={"algorithm": "kmeans"}, run_id="r1", threads=2)
+>>> from accelml.cases import DatasetSpec
+>>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("blobs", "generated"), threads=2)
+>>> task = CaseTask(case=case, run_id="r1", threads=2)
 >>> thread_environment(task.threads)["OMP_NUM_THREADS"]
 '2'
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -27,9 +29,9 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from accelml.cases import Case
 from accelml.results.records import CaseResult, FailureKind, utc_now
@@ -43,9 +45,9 @@ STDERR_TAIL = 4000
 
 @dataclass(frozen=True)
 class CaseTask:
-    """One case to run: the case (``Case.to_dict()``), its run, and where and how to run it."""
+    """One case to run, its run, and where and how to run it."""
 
-    case: dict[str, Any]
+    case: Case
     run_id: str
     cache_dir: str | None = None
     threads: int | None = None
@@ -58,34 +60,36 @@ class CaseTask:
     # What an executor reads to place the case (CaseNeeds.of_case):
     @property
     def case_id(self) -> str:
-        return str(self.case.get("case_id", ""))
+        return self.case.case_id
 
     @property
     def device(self) -> str:
-        return str(self.case.get("device", "cpu"))
+        return self.case.device
 
     @property
     def workers(self) -> int:
-        return int(self.case.get("workers", 1))
+        return self.case.workers
 
     @property
     def strategy(self) -> str | None:
-        return self.case.get("strategy")
+        return self.case.strategy
 
     @property
     def memory_limit_mb(self) -> int | None:
-        return self.case.get("memory_limit_mb")
+        return self.case.memory_limit_mb
 
     @property
-    def time_limit_s(self) -> float | None:
-        return self.case.get("time_limit_s")
+    def time_limit_s(self) -> float:
+        return self.case.time_limit_s
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CaseTask":
-        return cls(**data)
+@dataclass(frozen=True)
+class CaseOutput:
+    """What :func:`execute_case` returns: the result, and the arrays it refers to
+    (digest -> ``.npy`` bytes) for the client to store beside it."""
+
+    result: CaseResult
+    arrays: Mapping[str, bytes] = field(default_factory=dict)
 
 
 def thread_environment(threads: int | None) -> dict[str, str]:
@@ -155,20 +159,18 @@ def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_li
 
 
 def _failed(task: CaseTask, failure: FailureKind, reason: str, wall: float, started_at: str,
-            peak_rss: int | None) -> dict[str, Any]:
-    result = CaseResult.failed(Case.from_dict(task.case), task.run_id, failure, reason,
+            peak_rss: int | None) -> CaseOutput:
+    result = CaseResult.failed(task.case, task.run_id, failure, reason,
                                threads=task.threads, attempts=task.attempt,
                                started_at=started_at, wall_seconds=wall,
                                peak_host_memory_bytes=peak_rss or None)
-    return {"result": result.to_dict(), "arrays": {}}
+    return CaseOutput(result)
 
 
-def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
-    """Run one case (a :class:`CaseTask` or its dict) in a fresh process; see the module docstring."""
-    if isinstance(task, dict):
-        task = CaseTask.from_dict(task)
-    time_limit = float(task.case.get("time_limit_s") or 600.0)
-    memory_limit_mb = task.case.get("memory_limit_mb")
+def execute_case(task: CaseTask) -> CaseOutput:
+    """Run one case in a fresh process; see the module docstring."""
+    time_limit = task.case.time_limit_s or 600.0
+    memory_limit_mb = task.case.memory_limit_mb
     scratch = Path(tempfile.mkdtemp(prefix="accelml-case-", dir=task.workdir))
     try:
         input_path, output_path = scratch / "input.json", scratch / "result.json"
@@ -176,7 +178,7 @@ def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
         started_at = utc_now()
         spawned_at = time.time()
         payload = {
-            "case": task.case, "run_id": task.run_id, "cache_dir": task.cache_dir,
+            "case": task.case.to_dict(), "run_id": task.run_id, "cache_dir": task.cache_dir,
             "arrays_dir": str(scratch / "arrays"), "threads": task.threads,
             "time_limit_s": time_limit, "attempt": task.attempt, "spawned_at": spawned_at,
             "deterministic": task.deterministic,
@@ -239,12 +241,10 @@ def execute_case(task: CaseTask | dict[str, Any]) -> dict[str, Any]:
                                wall, started_at, peak_rss)
             return _failed(task, FailureKind.KILLED, f"exited with code {code} without a result"
                            + (f": {last}" if last else ""), wall, started_at, peak_rss)
-        document: dict[str, Any] = json.loads(output_path.read_text())
-        document["result"]["wall_seconds"] = wall
-        arrays = {}
-        for digest in document.get("arrays", []):
-            arrays[digest] = (scratch / "arrays" / f"{digest}.npy").read_bytes()
-        document["arrays"] = arrays
-        return document
+        document = json.loads(output_path.read_text())
+        result = dataclasses.replace(CaseResult.from_dict(document["result"]), wall_seconds=wall)
+        arrays = {digest: (scratch / "arrays" / f"{digest}.npy").read_bytes()
+                  for digest in document.get("arrays", [])}
+        return CaseOutput(result, arrays)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

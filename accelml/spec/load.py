@@ -122,7 +122,7 @@ class _Spec:
     def one_of(self, value: Any, allowed: tuple[str, ...], where: str, what: str) -> str:
         if value not in allowed:
             raise self.error(where, f"unknown {what} {value!r}; allowed: {', '.join(allowed)}")
-        return value
+        return str(value)
 
 
 def _key(key: str) -> str:

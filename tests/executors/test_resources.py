@@ -4,10 +4,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from accelml.cases import Case, DatasetSpec
 from accelml.errors import SpecError
 from accelml.executors.jobqueue import plan_pools
 from accelml.executors.resources import (
-    CaseNeeds, Resources, check_worker_fits, parse_memory, parse_walltime,
+    CaseNeeds,
+    Resources,
+    check_worker_fits,
+    parse_memory,
+    parse_walltime,
 )
 from accelml.runner.process import CaseTask
 
@@ -37,12 +42,14 @@ def test_queue_is_partition_and_lists_stay_lists():
 
 
 def test_needs_read_off_the_runner_task():
-    horovod = CaseTask(case={"device": "cuda", "workers": 4, "strategy": "horovod",
-                             "time_limit_s": 60.0}, run_id="r", threads=2)
+    data = DatasetSpec("d", "generated")
+    horovod = CaseTask(case=Case("mlp", "keras", "cuda", data, workers=4, strategy="horovod",
+                                 time_limit_s=60.0), run_id="r", threads=2)
     assert CaseNeeds.of_case(horovod) == CaseNeeds(cores=2, gpus=4, ranks=4, seconds=60.0)
-    mirrored = CaseTask(case={"device": "cuda", "workers": 2, "strategy": "mirrored"}, run_id="r")
-    assert CaseNeeds.of_case(mirrored) == CaseNeeds(cores=1, gpus=2, ranks=1)
-    cpu = CaseTask(case={"device": "cpu", "workers": 1, "memory_limit_mb": 4096}, run_id="r")
+    mirrored = CaseTask(case=Case("mlp", "keras", "cuda", data, workers=2, strategy="mirrored"),
+                        run_id="r")
+    assert CaseNeeds.of_case(mirrored) == CaseNeeds(cores=1, gpus=2, ranks=1, seconds=600.0)
+    cpu = CaseTask(case=Case("kmeans", "sklearn", "cpu", data, memory_limit_mb=4096), run_id="r")
     assert CaseNeeds.of_case(cpu).memory_bytes == 4096 * 2**20
 
 

@@ -92,10 +92,10 @@ def test_the_task_environment_reaches_the_case_process(tmp_path):
     """ACCELML_CACHE_DIR is read inside the case process: the dataset cache lands there."""
     (case,) = load_spec_text(FOREST.replace("EXTRA", ""), "plain.toml").cases
     cache = tmp_path / "cache-from-task-env"
-    document = execute_case(CaseTask(case=case.to_dict(), run_id="r", threads=1,
+    output = execute_case(CaseTask(case=case, run_id="r", threads=1,
                                      environment={"ACCELML_CACHE_DIR": str(cache)},
                                      deterministic=True))
-    assert document["result"]["status"] == "ok", document["result"]["reason"]
+    assert output.result.ok, output.result.reason
     assert cache.is_dir() and any(cache.iterdir())
 
 

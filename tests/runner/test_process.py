@@ -33,9 +33,9 @@ params = {max_iter = 300, C = 0.5}
 
 
 def run(case, cache_dir, threads=1) -> CaseResult:
-    document = execute_case(CaseTask(case=case.to_dict(), run_id="r", cache_dir=str(cache_dir),
+    output = execute_case(CaseTask(case=case, run_id="r", cache_dir=str(cache_dir),
                                      threads=threads))
-    return CaseResult.from_dict(document["result"]), document["arrays"]
+    return output.result, output.arrays
 
 
 def direct_fit_samples(case, cache_dir, repeats=5) -> list[float]:
