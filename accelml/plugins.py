@@ -140,13 +140,14 @@ class ExtensionPoint(Generic[R]):
         return self._checked(getattr(module, self.attribute), origin)
 
     def _checked(self, value: object, origin: str) -> tuple[R, ...]:
-        values = value if isinstance(value, tuple) else (value,)
-        for item in values:
+        checked: list[R] = []
+        for item in value if isinstance(value, tuple) else (value,):
             if not isinstance(item, self.record_type):
                 raise AccelmlError(f"{origin}: {self.attribute} must be a "
                                    f"{self.record_type.__name__} (or a tuple of them), "
                                    f"not {type(item).__name__}")
-        return tuple(values)  # type: ignore[arg-type]  # checked just above
+            checked.append(item)
+        return tuple(checked)
 
 
 def _package_modules(package: str) -> list[ModuleType]:
