@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, TypeVar, Union, cast
 if TYPE_CHECKING:  # annotations only: the protocol every dataclass satisfies
     from _typeshed import DataclassInstance
 
-JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 """What :func:`to_data` returns and :func:`from_data` reads."""
 
 D = TypeVar("D", bound="DataclassInstance")
@@ -157,4 +157,4 @@ def _read_tuple(hint: object, raw: object, where: str) -> tuple[object, ...]:
         return tuple(_read(args[0], item, where) for item in raw)
     if len(args) != len(raw):
         raise TypeError(f"{where}: expected {len(args)} items, got {len(raw)}")
-    return tuple(_read(arg, item, where) for arg, item in zip(args, raw))
+    return tuple(_read(arg, item, where) for arg, item in zip(args, raw, strict=True))

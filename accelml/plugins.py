@@ -97,7 +97,7 @@ class ExtensionPoint(Generic[R]):
     def origin(self, name: str) -> str:
         """The module (or entry point) that defined ``name``."""
         found = self._find()
-        for record, origin in zip(found.records, found.origins):
+        for record, origin in zip(found.records, found.origins, strict=True):
             if record.name == name:
                 return origin
         raise AccelmlError(unknown_choice(self.kind, name, self.names()))
@@ -127,7 +127,7 @@ class ExtensionPoint(Generic[R]):
                 records.append(record)
                 origins.append(entry.value)
         seen: dict[str, str] = {}
-        for record, origin in zip(records, origins):
+        for record, origin in zip(records, origins, strict=True):
             if record.name in seen:
                 raise AccelmlError(f"{self.group}: {record.name!r} is defined twice, by "
                                    f"{seen[record.name]} and by {origin}")

@@ -11,9 +11,9 @@ number of trees).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from collections.abc import Mapping
 from typing import Literal
 
 from accelml.cases import JSONScalar
