@@ -10,12 +10,25 @@
 ``accelml.backends()`` says what this machine can run: one :class:`accelml.probe.Availability`
 per backend and device, strategy library and tool (:func:`accelml.machine.probe_all`).
 
-Heavy libraries are imported only when the name that needs them is first used.
+``import accelml`` stays cheap: each public name is listed in ``_LAZY`` (name -> module,
+attribute) and its module is imported with :func:`importlib.import_module` when the name is
+first used, so heavy libraries load only for the names that need them.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what type checkers see of the names _LAZY imports on first use ("as": re-exported)
+    from accelml.compare import compare as compare
+    from accelml.errors import AccelmlError as AccelmlError
+    from accelml.errors import SpecError as SpecError
+    from accelml.errors import UnavailableError as UnavailableError
+    from accelml.estimators import Estimator as Estimator
+    from accelml.machine import probe_all
+
+    backends = probe_all
 
 __version__ = "0.1.0"
 
@@ -32,6 +45,7 @@ __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> object:
+    """The public ``name``, its module imported on first use (the table ``_LAZY``)."""
     if name in _LAZY:
         module_name, attribute = _LAZY[name]
         return getattr(importlib.import_module(module_name), attribute)

@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
+
+from accelml.convert import OBJECT, JSONValue, from_data, to_object
 
 JSONScalar = str | int | float | bool | None
 
 
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal data gives equal text (and equal hashes)."""
+def canonical_json(value: object) -> str:
+    """JSON with sorted keys and no spaces: equal data gives equal text (and equal hashes).
+
+    ``value`` is anything :func:`json.dumps` takes (tuples included).
+    """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
@@ -55,8 +61,8 @@ class Expectation:
     bitwise: bool
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"bitwise": self.bitwise, "reason": self.reason}
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
 
 @dataclass(frozen=True)
@@ -81,14 +87,12 @@ class RepeatPolicy:
     def fixed(self) -> bool:
         return self.min_repeats == self.max_repeats
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"min_repeats": self.min_repeats, "max_repeats": self.max_repeats,
-                "target_rel": self.target_rel, "confidence": self.confidence,
-                "warmup": self.warmup, "max_seconds": self.max_seconds}
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RepeatPolicy":
-        return cls(**data)
+    def from_dict(cls, data: Mapping[str, object]) -> RepeatPolicy:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -97,13 +101,13 @@ class DatasetSpec:
 
     name: str
     source: str
-    options: tuple[tuple[str, JSONScalar], ...] = ()
+    options: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
 
-    def option(self, key: str, default: Any = None) -> Any:
+    def option(self, key: str, default: JSONScalar = None) -> JSONScalar:
         return dict(self.options).get(key, default)
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         """What defines the data (the NAME is a label and is left out)."""
         return {"source": self.source, **dict(self.options)}
 
@@ -111,12 +115,12 @@ class DatasetSpec:
     def digest(self) -> str:
         return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "options": dict(self.options)}
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DatasetSpec":
-        return cls(data["name"], data["source"], tuple(sorted(data.get("options", {}).items())))
+    def from_dict(cls, data: Mapping[str, object]) -> DatasetSpec:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ class Case:
     dataset: DatasetSpec
     workers: int = 1
     strategy: str | None = None
-    params: tuple[tuple[str, JSONScalar], ...] = ()
+    params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
     repeats: RepeatPolicy = field(default_factory=RepeatPolicy)
     time_limit_s: float = 600.0
     memory_limit_mb: int | None = None
@@ -137,7 +141,7 @@ class Case:
     seed: int = 0
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JSONValue]:
         return {
             "algorithm": self.algorithm,
             "backend": self.backend,
@@ -169,39 +173,17 @@ class Case:
         return (f"{self.algorithm}/{self.backend}/{self.device}{workers} on {self.dataset.name}"
                 + (f" ({extra})" if extra else ""))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "algorithm": self.algorithm,
-            "backend": self.backend,
-            "device": self.device,
-            "dataset": self.dataset.to_dict(),
-            "workers": self.workers,
-            "strategy": self.strategy,
-            "params": dict(self.params),
-            "repeats": self.repeats.to_dict(),
-            "time_limit_s": self.time_limit_s,
-            "memory_limit_mb": self.memory_limit_mb,
-            "threads": self.threads,
-            "seed": self.seed,
-        }
+    def json_extras(self) -> dict[str, JSONValue]:
+        """Written beside the fields (:mod:`accelml.convert`): the ``case_id``, checked when read."""
+        return {"case_id": self.case_id}
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Case":
-        case = cls(
-            algorithm=data["algorithm"],
-            backend=data["backend"],
-            device=data["device"],
-            dataset=DatasetSpec.from_dict(data["dataset"]),
-            workers=int(data.get("workers", 1)),
-            strategy=data.get("strategy"),
-            params=tuple(sorted(data.get("params", {}).items())),
-            repeats=RepeatPolicy.from_dict(data.get("repeats", {})),
-            time_limit_s=float(data.get("time_limit_s", 600.0)),
-            memory_limit_mb=data.get("memory_limit_mb"),
-            threads=data.get("threads"),
-            seed=int(data.get("seed", 0)),
-        )
+    def from_dict(cls, data: Mapping[str, object]) -> Case:
+        """The case ``data`` describes; a ``case_id`` that does not match it is a ``ValueError``."""
+        case = from_data(cls, data)
         if "case_id" in data and data["case_id"] != case.case_id:
             raise ValueError(f"case_id {data['case_id']} does not match its definition")
         return case
@@ -222,8 +204,11 @@ class Experiment:
     deterministic: bool = False    # run in deterministic mode (accelml.runner.determinism)
 
     @property
-    def cluster(self) -> dict[str, Any] | None:
-        return json.loads(self.cluster_json) if self.cluster_json else None
+    def cluster(self) -> dict[str, JSONValue] | None:
+        if not self.cluster_json:
+            return None
+        table: dict[str, JSONValue] = json.loads(self.cluster_json)
+        return table
 
     @property
     def text_hash(self) -> str:

@@ -35,12 +35,15 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import TypeVar, Union, cast
+from typing import TYPE_CHECKING, TypeVar, Union, cast
 
-JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]
+if TYPE_CHECKING:  # annotations only: the protocol every dataclass satisfies
+    from _typeshed import DataclassInstance
+
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 """What :func:`to_data` returns and :func:`from_data` reads."""
 
-T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
 
 OBJECT = {"json": "object"}
 """Field metadata: write this tuple of ``(str, value)`` pairs as a JSON object."""
@@ -49,17 +52,7 @@ OBJECT = {"json": "object"}
 def to_data(value: object) -> JSONValue:
     """``value`` (a dataclass, tuple, enum or scalar) as JSON-ready data."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        data: dict[str, JSONValue] = {}
-        for spec in dataclasses.fields(value):
-            item = getattr(value, spec.name)
-            if spec.metadata.get("json") == "object":
-                data[spec.name] = {str(key): to_data(entry) for key, entry in item}
-            else:
-                data[spec.name] = to_data(item)
-        extras = getattr(value, "json_extras", None)
-        if extras is not None:
-            data.update(cast("dict[str, JSONValue]", extras()))
-        return data
+        return to_object(value)
     if isinstance(value, enum.Enum):
         return cast("JSONValue", value.value)
     if isinstance(value, (tuple, list)):
@@ -71,13 +64,28 @@ def to_data(value: object) -> JSONValue:
     raise TypeError(f"cannot convert {type(value).__name__} to JSON data")
 
 
-def from_data(cls: type[T], data: Mapping[str, object]) -> T:
+def to_object(record: DataclassInstance) -> dict[str, JSONValue]:
+    """The dataclass instance ``record`` as a JSON object (what :func:`to_data` makes of it)."""
+    data: dict[str, JSONValue] = {}
+    for spec in dataclasses.fields(record):
+        item = getattr(record, spec.name)
+        if spec.metadata.get("json") == "object":
+            data[spec.name] = {str(key): to_data(entry) for key, entry in item}
+        else:
+            data[spec.name] = to_data(item)
+    extras = getattr(record, "json_extras", None)
+    if extras is not None:
+        data.update(cast("dict[str, JSONValue]", extras()))
+    return data
+
+
+def from_data(cls: type[D], data: Mapping[str, object]) -> D:
     """An instance of the dataclass ``cls`` from data written by :func:`to_data`."""
     if not isinstance(data, Mapping):
         raise TypeError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
     hints = _hints(cls)
     values: dict[str, object] = {}
-    for spec in dataclasses.fields(cast("type[object]", cls)):
+    for spec in dataclasses.fields(cls):
         if not spec.init or spec.name not in data:
             continue
         raw = data[spec.name]
@@ -93,7 +101,7 @@ def from_data(cls: type[T], data: Mapping[str, object]) -> T:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, object]:
+def _hints(cls: type[DataclassInstance]) -> dict[str, object]:
     return typing.get_type_hints(cls)
 
 
@@ -149,4 +157,4 @@ def _read_tuple(hint: object, raw: object, where: str) -> tuple[object, ...]:
         return tuple(_read(args[0], item, where) for item in raw)
     if len(args) != len(raw):
         raise TypeError(f"{where}: expected {len(args)} items, got {len(raw)}")
-    return tuple(_read(arg, item, where) for arg, item in zip(args, raw))
+    return tuple(_read(arg, item, where) for arg, item in zip(args, raw, strict=True))

@@ -100,7 +100,7 @@ class ExtensionPoint(Generic[R]):
     def origin(self, name: str) -> str:
         """The module (or entry point) that defined ``name``."""
         found = self._find()
-        for record, origin in zip(found.records, found.origins):
+        for record, origin in zip(found.records, found.origins, strict=True):
             if record.name == name:
                 return origin
         raise AccelmlError(unknown_choice(self.kind, name, self.names()))
@@ -133,7 +133,7 @@ class ExtensionPoint(Generic[R]):
                 records.append(record)
                 origins.append(entry.value)
         seen: dict[str, str] = {}
-        for record, origin in zip(records, origins):
+        for record, origin in zip(records, origins, strict=True):
             if record.name in seen:
                 raise AccelmlError(f"{self.group}: {record.name!r} is defined twice, by "
                                    f"{seen[record.name]} and by {origin}")
@@ -146,13 +146,14 @@ class ExtensionPoint(Generic[R]):
         return self._checked(getattr(module, self.attribute), origin)
 
     def _checked(self, value: object, origin: str) -> tuple[R, ...]:
-        values = value if isinstance(value, tuple) else (value,)
-        for item in values:
+        checked: list[R] = []
+        for item in value if isinstance(value, tuple) else (value,):
             if not isinstance(item, self.record_type):
                 raise AccelmlError(f"{origin}: {self.attribute} must be a "
                                    f"{self.record_type.__name__} (or a tuple of them), "
                                    f"not {type(item).__name__}")
-        return tuple(values)  # type: ignore[arg-type]  # checked just above
+            checked.append(item)
+        return tuple(checked)
 
 
 PathFingerprint = tuple[tuple[str, int], ...]

@@ -11,9 +11,12 @@ number of trees).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, Mapping
+from typing import Literal
+
+from accelml.cases import JSONScalar
 
 Task = Literal["classification", "regression", "clustering", "decomposition"]
 
@@ -31,7 +34,7 @@ class Param:
     """One accelml parameter: its name, default and what it means."""
 
     name: str
-    default: Any
+    default: JSONScalar
     doc: str = ""
 
 
@@ -50,7 +53,7 @@ class Algorithm:
         return ESTIMATOR_TYPE[self.task]
 
     @property
-    def defaults(self) -> dict[str, Any]:
+    def defaults(self) -> dict[str, JSONScalar]:
         return {param.name: param.default for param in self.params}
 
     @property

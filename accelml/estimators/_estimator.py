@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils import ClassifierTags, RegressorTags, TransformerTags, get_tags
+from sklearn.utils import ClassifierTags, RegressorTags, Tags, TransformerTags, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
@@ -35,45 +37,64 @@ Resolved = tuple[Algorithm, Backend, Implementation]
 
 _OWN = ("algorithm", "backend", "device")
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def _offered(method: str):
-    """available_if check: the algorithm offers ``method`` (and the fitted library object has it)."""
 
-    def check(self: "Estimator") -> bool:
+def _offered(method: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """sklearn's ``available_if``: the method exists where the algorithm offers ``method`` (and
+    the fitted library object has it)."""
+
+    def check(self: Estimator) -> bool:
         if method not in get_algorithm(self.algorithm).methods:
             return False
         inner = self.__dict__.get("estimator_")
         return inner is None or hasattr(inner, method)
 
-    return check
+    only_if_offered: Callable[[Callable[P, R]], Callable[P, R]] = available_if(check)  # sklearn: untyped
+    return only_if_offered
 
 
-class _library_fit_signature:
+class _BoundFit(Generic[P]):
+    """``estimator.fit``: calls the method on its estimator; ``inspect.signature`` reads ``__signature__``."""
+
+    def __init__(self, function: Callable[Concatenate[Estimator, P], Estimator], instance: Estimator,
+                 signature: inspect.Signature) -> None:
+        functools.update_wrapper(self, function)  # name and docstring of fit
+        self.function = function
+        self.instance = instance
+        self.__signature__ = signature
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Estimator:
+        return self.function(self.instance, *args, **kwargs)
+
+
+class _library_fit_signature(Generic[P]):
     """Method descriptor: ``fit`` shows ``sample_weight`` only if the library's ``fit`` has it."""
 
-    def __init__(self, function):
+    def __init__(self, function: Callable[Concatenate[Estimator, P], Estimator]) -> None:
         self.function = function
-        functools.update_wrapper(self, function)
 
-    def __get__(self, instance, owner=None):
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Callable[Concatenate[Estimator, P], Estimator]:
+        ...
+
+    @overload
+    def __get__(self, instance: Estimator, owner: type | None = None) -> _BoundFit[P]:
+        ...
+
+    def __get__(self, instance: Estimator | None, owner: type | None = None
+                ) -> Callable[Concatenate[Estimator, P], Estimator] | _BoundFit[P]:
         if instance is None:
             return self.function
-        function = self.function
-
-        @functools.wraps(function)
-        def fit(*args, **kwargs):
-            return function(instance, *args, **kwargs)
-
-        own = inspect.signature(function)
+        own = inspect.signature(self.function)
         parameters = [p for name, p in own.parameters.items() if name != "self"]
         if not _library_takes_sample_weight(instance):
             parameters = [p for p in parameters if p.name != "sample_weight"]
-        fit.__signature__ = own.replace(parameters=parameters)
-        del fit.__wrapped__
-        return fit
+        return _BoundFit(self.function, instance, own.replace(parameters=parameters))
 
 
-def _library_takes_sample_weight(estimator: "Estimator") -> bool:
+def _library_takes_sample_weight(estimator: Estimator) -> bool:
     try:
         _, _, implementation = estimator._resolved()
         library_fit = implementation.estimator_class().fit
@@ -82,12 +103,12 @@ def _library_takes_sample_weight(estimator: "Estimator") -> bool:
     return "sample_weight" in inspect.signature(library_fit).parameters
 
 
-def _single_column(y) -> bool:
+def _single_column(y: ArrayLike) -> bool:
     shape = np.shape(y)
     return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
 
 
-class Estimator(BaseEstimator):
+class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type hints: BaseEstimator is Any
     """One algorithm on one backend and device, as a scikit-learn estimator.
 
     ``algorithm``: a name from :func:`accelml.estimators.algorithms`; ``backend``: 'sklearn',
@@ -116,24 +137,29 @@ class Estimator(BaseEstimator):
     Estimator('kmeans', n_clusters=2, random_state=0)
     """
 
-    def __init__(self, algorithm: str, backend: str = "sklearn", device: str = "cpu", **params: Any):
+    estimator_: object
+    classes_: NDArray[Any]
+
+    def __init__(self, algorithm: str, backend: str = "sklearn", device: str = "cpu", **params: object) -> None:
         self.algorithm = algorithm
         self.backend = backend
         self.device = device
-        self._params = dict(params)
-        self._resolved_for = ((algorithm, backend), self._validate(algorithm, backend, device, self._params))
+        self._params: dict[str, object] = dict(params)
+        self._resolved_for = ((algorithm, backend), self._validate(algorithm, backend, device, self._params)[0])
 
     # ------------------------------------------------------------ parameters
 
     @staticmethod
-    def _validate(algorithm: str, backend: str, device: str, params: dict[str, Any]) -> Resolved:
+    def _validate(algorithm: object, backend: object, device: object,
+                  params: dict[str, object]) -> tuple[Resolved, str]:
+        """The records for ``algorithm`` and ``backend``, and ``device``, once all are checked."""
         found, runner, implementation = get_implementation(algorithm, backend)
-        check_device(runner, device)
+        checked_device = check_device(runner, device)
         for name in params:
             if name not in found.param_names:
                 raise InvalidChoiceError(unknown_choice(f"parameter for {algorithm}:", name, found.param_names))
-        translate(found, runner, implementation, params, device)
-        return found, runner, implementation
+        translate(found, runner, implementation, params, checked_device)
+        return (found, runner, implementation), checked_device
 
     def _resolved(self) -> Resolved:
         """The algorithm, backend record and implementation, looked up once per (algorithm,
@@ -146,13 +172,13 @@ class Estimator(BaseEstimator):
         resolved: Resolved = cached[1]
         return resolved
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         # the backend record holds functions; an unpickled estimator looks it up again
-        state: dict[str, Any] = super().__getstate__()
+        state: dict[str, object] = super().__getstate__()
         state.pop("_resolved_for", None)
         return state
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, object]:
         """``algorithm``, ``backend``, ``device`` and every parameter of the algorithm."""
         return {
             "algorithm": self.algorithm,
@@ -162,7 +188,7 @@ class Estimator(BaseEstimator):
             **self._params,
         }
 
-    def set_params(self, **params: Any) -> "Estimator":
+    def set_params(self, **params: object) -> Estimator:
         """Set parameters by their accelml names; the combination is checked before anything changes."""
         own = {name: params.pop(name) for name in _OWN if name in params}
         algorithm = own.get("algorithm", self.algorithm)
@@ -174,9 +200,11 @@ class Estimator(BaseEstimator):
             defaults = get_algorithm(self.algorithm).defaults
             explicit = {k: v for k, v in explicit.items() if not _equal(v, defaults.get(k, object()))}
         explicit.update(params)
-        resolved = self._validate(algorithm, backend, device, explicit)
-        self.algorithm, self.backend, self.device, self._params = algorithm, backend, device, explicit
-        self._resolved_for = ((algorithm, backend), resolved)
+        resolved, checked_device = self._validate(algorithm, backend, device, explicit)
+        found, runner, _ = resolved
+        self.algorithm, self.backend, self.device = found.name, runner.name, checked_device
+        self._params = explicit
+        self._resolved_for = ((found.name, runner.name), resolved)
         return self
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
@@ -190,7 +218,7 @@ class Estimator(BaseEstimator):
         text = f"{type(self).__name__}({', '.join(parts)})"
         return text if len(text) <= N_CHAR_MAX else text[: N_CHAR_MAX - 3] + "..."
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         found, runner, implementation = self._resolved()
         try:
@@ -221,7 +249,7 @@ class Estimator(BaseEstimator):
 
     # ------------------------------------------------------------ resolution
 
-    def check_available(self) -> "Estimator":
+    def check_available(self) -> Estimator:
         """Raise :class:`~accelml.errors.UnavailableError` unless backend and device can run here.
 
         The first ``fit`` does this itself: on the CPU by importing the library (the probe
@@ -235,15 +263,17 @@ class Estimator(BaseEstimator):
         self._available_for = (self.backend, self.device)
         return self
 
-    def __sklearn_clone__(self) -> "Estimator":
-        twin = super().__sklearn_clone__()
+    def __sklearn_clone__(self) -> Estimator:
+        twin: Estimator = super().__sklearn_clone__()
         # a clone for the same backend and device need not probe the machine again
         checked = self.__dict__.get("_available_for")
         if checked == (twin.backend, twin.device):
             twin._available_for = checked
         return twin
 
-    def _build(self) -> tuple[Algorithm, Backend, Implementation, Any]:
+    def _build(self) -> tuple[Algorithm, Backend, Implementation, dict[str, object]]:
+        """The algorithm, backend and implementation, and the library's keyword arguments
+        (after checking, once, that the backend runs on the device here)."""
         found, runner, implementation = self._resolved()
         checked = (self.backend, self.device)
         if self.__dict__.get("_available_for") != checked:
@@ -256,17 +286,17 @@ class Estimator(BaseEstimator):
                     self.check_available()
                     raise
                 self._available_for = checked
-        kwargs = translate(found, runner, implementation, self._params, self.device)
-        return found, runner, implementation, implementation.estimator_class()(**kwargs)
+        return found, runner, implementation, translate(found, runner, implementation, self._params, self.device)
 
-    def _traced(self, runner, call, *args, **kwargs):
+    def _traced(self, runner: Backend, call: Callable[..., R], *args: object, **kwargs: object) -> R:
         with (runner.trace() if runner.trace is not None else nullcontext([])) as paths:
             result = call(*args, **kwargs)
         self._execution_log.extend(paths)
         return result
 
-    def _fit(self, method: str, X, y, fit_params: dict[str, Any]):
-        found, runner, implementation, inner = self._build()
+    def _fit(self, method: str, X: ArrayLike, y: ArrayLike | None, fit_params: dict[str, object]) -> object:
+        found, runner, implementation, kwargs = self._build()
+        inner = implementation.estimator_class()(**kwargs)
         target = y
         classes = None
         if implementation.encodes_labels and y is not None and _single_column(np.asarray(y)):
@@ -282,7 +312,7 @@ class Estimator(BaseEstimator):
         self._encoded = classes is not None
         return result
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         # fitted attributes of the library object (coef_, labels_, n_features_in_, ...)
         if name.endswith("_") and not name.startswith("_"):
             inner = self.__dict__.get("estimator_")
@@ -304,7 +334,8 @@ class Estimator(BaseEstimator):
     # ------------------------------------------------------------ estimator API
 
     @_library_fit_signature
-    def fit(self, X, y=None, sample_weight=None, **fit_params: Any) -> "Estimator":
+    def fit(self, /, X: ArrayLike, y: ArrayLike | None = None, sample_weight: ArrayLike | None = None,
+            **fit_params: object) -> Estimator:  # self positional-only: the descriptor binds it
         """Fit the library estimator; returns self.
 
         ``sample_weight`` is offered exactly when the library's ``fit`` takes it (the
@@ -315,44 +346,45 @@ class Estimator(BaseEstimator):
         self._fit("fit", X, y, fit_params)
         return self
 
-    @available_if(_offered("fit_predict"))
-    def fit_predict(self, X, y=None, **fit_params: Any):
+    @_offered("fit_predict")
+    def fit_predict(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params: object) -> object:
         return self._fit("fit_predict", X, y, fit_params)
 
-    @available_if(_offered("fit_transform"))
-    def fit_transform(self, X, y=None, **fit_params: Any):
+    @_offered("fit_transform")
+    def fit_transform(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params: object) -> object:
         return self._fit("fit_transform", X, y, fit_params)
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, method: str, *args: object, **kwargs: object) -> Any:
+        """What the fitted library object's ``method`` returns (the library is untyped)."""
         check_is_fitted(self)
         _, runner, _ = self._resolved()
         return self._traced(runner, getattr(self.estimator_, method), *args, **kwargs)
 
-    @available_if(_offered("predict"))
-    def predict(self, X):
+    @_offered("predict")
+    def predict(self, X: ArrayLike) -> object:
         result = self._call("predict", X)
         if self._encoded:
             result = self.classes_[np.asarray(result, dtype=np.intp)]
         return result
 
-    @available_if(_offered("predict_proba"))
-    def predict_proba(self, X):
+    @_offered("predict_proba")
+    def predict_proba(self, X: ArrayLike) -> object:
         return self._call("predict_proba", X)
 
-    @available_if(_offered("decision_function"))
-    def decision_function(self, X):
+    @_offered("decision_function")
+    def decision_function(self, X: ArrayLike) -> object:
         return self._call("decision_function", X)
 
-    @available_if(_offered("transform"))
-    def transform(self, X):
+    @_offered("transform")
+    def transform(self, X: ArrayLike) -> object:
         return self._call("transform", X)
 
-    @available_if(_offered("inverse_transform"))
-    def inverse_transform(self, X):
+    @_offered("inverse_transform")
+    def inverse_transform(self, X: ArrayLike) -> object:
         return self._call("inverse_transform", X)
 
-    @available_if(_offered("score"))
-    def score(self, X, y=None, sample_weight=None) -> float:
+    @_offered("score")
+    def score(self, X: ArrayLike, y: ArrayLike | None = None, sample_weight: ArrayLike | None = None) -> float:
         """Accuracy (classification), R² (regression), else the library's own score."""
         check_is_fitted(self)
         task = get_algorithm(self.algorithm).task
@@ -361,10 +393,10 @@ class Estimator(BaseEstimator):
         if task == "regression":
             return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
         weights = {} if sample_weight is None else {"sample_weight": sample_weight}
-        return self._call("score", X, y, **weights)
+        return float(self._call("score", X, y, **weights))
 
 
-def device_sync(value: Any) -> Any:
+def device_sync(value: object) -> object:
     """Wait for device work behind ``value`` and return it on the host.
 
     NumPy arrays (what every backend here returns, XGBoost on CUDA included: its predictions

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from accelml.cases import CaseLike, Expectation
+from accelml.cases import CaseLike, Expectation, JSONScalar
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.plugins import ExtensionPoint, unknown_choice
 from accelml.probe import Availability
@@ -60,7 +60,7 @@ class Same:
 
     note: str = ""
 
-    def translate(self, param: Param, value: Any, backend: str) -> dict[str, Any]:
+    def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
         return {param.name: value}
 
     def describe(self, param: Param) -> str:
@@ -74,7 +74,7 @@ class Rename:
     target: str
     note: str = ""
 
-    def translate(self, param: Param, value: Any, backend: str) -> dict[str, Any]:
+    def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
         return {self.target: value}
 
     def describe(self, param: Param) -> str:
@@ -85,10 +85,10 @@ class Rename:
 class Convert:
     """The value is converted: ``function(value)`` returns the library keyword arguments."""
 
-    function: Callable[[Any], dict[str, Any]]
+    function: Callable[[object], Mapping[str, object]]
     note: str
 
-    def translate(self, param: Param, value: Any, backend: str) -> dict[str, Any]:
+    def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
         return self.function(value)
 
     def describe(self, param: Param) -> str:
@@ -104,7 +104,7 @@ class Unsupported:
 
     reason: str
 
-    def translate(self, param: Param, value: Any, backend: str) -> dict[str, Any]:
+    def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
         if not _equal(value, param.default):
             raise InvalidChoiceError(
                 f"backend '{backend}' cannot honour {param.name}={value!r} "
@@ -124,7 +124,7 @@ def same(*names: str) -> dict[str, Rule]:
     return {name: Same() for name in names}
 
 
-def _equal(value: Any, default: Any) -> bool:
+def _equal(value: object, default: object) -> bool:
     """``value`` is the default: same type and value (20 and 20.0 count as equal, True and 1 not)."""
     if value is default:
         return True
@@ -164,14 +164,15 @@ class Implementation:
 
     estimator: str
     params: Mapping[str, Rule]
-    fixed: Mapping[str, Any] = field(default_factory=dict)
+    fixed: Mapping[str, object] = field(default_factory=dict)
     encodes_labels: bool = False
     note: str = ""
     randomised: str = ""
 
-    def estimator_class(self) -> type:
+    def estimator_class(self) -> type[Any]:
+        """The library's class (untyped: the libraries ship no type hints)."""
         module, _, name = self.estimator.partition(":")
-        found: type = getattr(importlib.import_module(module), name)
+        found: type[Any] = getattr(importlib.import_module(module), name)
         return found
 
 
@@ -231,7 +232,7 @@ class Backend:
     how_to_get: Mapping[str, str] = field(default_factory=dict)
     deep_learning: bool = False
     measurer: str = ""
-    device_kwargs: Callable[[str], dict[str, Any]] = lambda device: {}
+    device_kwargs: Callable[[str], Mapping[str, object]] = lambda device: {}
     trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
 
@@ -277,7 +278,7 @@ class Backend:
 BACKENDS = ExtensionPoint("backend", "accelml.backends", "accelml.estimators", "BACKEND", Backend)
 
 
-def get_backend(name: str) -> Backend:
+def get_backend(name: object) -> Backend:
     """The :class:`Backend` called ``name``; :class:`InvalidChoiceError` listing the choices otherwise."""
     found = BACKENDS.find(name) if isinstance(name, str) else None
     if found is None:
@@ -285,35 +286,36 @@ def get_backend(name: str) -> Backend:
     return found
 
 
-def get_algorithm(name: str) -> Algorithm:
+def get_algorithm(name: object) -> Algorithm:
     """The :class:`Algorithm` called ``name``; :class:`AccelmlError` listing the choices otherwise."""
     if not isinstance(name, str) or name not in ALGORITHMS:
         raise InvalidChoiceError(unknown_choice("algorithm", name, tuple(ALGORITHMS)))
     return ALGORITHMS[name]
 
 
-def get_implementation(algorithm: str, backend: str) -> tuple[Algorithm, Backend, Implementation]:
+def get_implementation(algorithm: object, backend: object) -> tuple[Algorithm, Backend, Implementation]:
     found = get_algorithm(algorithm)
     runner = get_backend(backend)
-    implementation = runner.implementations.get(algorithm)
+    implementation = runner.implementations.get(found.name)
     if implementation is None:
-        having = [other.name for other in BACKENDS.records() if algorithm in other.implementations]
-        why = runner.missing.get(algorithm, f"backend '{backend}' does not implement {algorithm}")
-        raise InvalidChoiceError(f"{why}; backends with {algorithm}: {', '.join(having)}")
+        having = [other.name for other in BACKENDS.records() if found.name in other.implementations]
+        why = runner.missing.get(found.name, f"backend '{runner.name}' does not implement {found.name}")
+        raise InvalidChoiceError(f"{why}; backends with {found.name}: {', '.join(having)}")
     return found, runner, implementation
 
 
-def check_device(backend: Backend, device: str) -> None:
-    if device not in backend.devices:
-        raise InvalidChoiceError(
-            unknown_choice(f"device for backend '{backend.name}':", device, backend.devices)
-        )
+def check_device(backend: Backend, device: object) -> str:
+    """``device``, when ``backend`` declares it; :class:`InvalidChoiceError` listing the choices otherwise."""
+    for declared in backend.devices:
+        if declared == device:
+            return declared
+    raise InvalidChoiceError(unknown_choice(f"device for backend '{backend.name}':", device, backend.devices))
 
 
 def translate(algorithm: Algorithm, backend: Backend, implementation: Implementation,
-              params: Mapping[str, Any], device: str) -> dict[str, Any]:
+              params: Mapping[str, object], device: str) -> dict[str, object]:
     """The library keyword arguments for accelml ``params`` (errors say what cannot be honoured)."""
-    kwargs: dict[str, Any] = dict(implementation.fixed)
+    kwargs: dict[str, object] = dict(implementation.fixed)
     for param in algorithm.params:
         value = params.get(param.name, param.default)
         kwargs.update(implementation.params[param.name].translate(param, value, backend.name))
@@ -365,7 +367,7 @@ class TranslationRow:
     """One row of an algorithm's parameter table: the accelml parameter and each backend's rule."""
 
     param: str
-    default: Any
+    default: JSONScalar
     backends: Mapping[str, str]
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources as package_files
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from accelml.errors import SpecError
 from accelml.executors.interface import Executor, ProgressCallback
@@ -46,6 +46,8 @@ JobOptions = Mapping[str, object]
 """Keyword arguments of a dask-jobqueue ``Job`` class (``SLURMJob(**options)``)."""
 QueueStates = dict[str, tuple[str, str]]
 """``{job id: (state, reason)}`` of the jobs a queue still lists."""
+
+T = TypeVar("T")
 
 
 def _no_lines(resources: Resources, settings: ClusterSettings) -> tuple[str, ...]:
@@ -166,24 +168,20 @@ class ClusterSettings:
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or SCHEDULERS.find(self.kind) is None:
-            raise SpecError(f"cluster.kind = {self.kind!r}: "
-                            + unknown_choice("scheduler", self.kind, SCHEDULERS.names()))
+            raise _invalid("kind", self.kind)
         if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int)
                                       or self.jobs < 1):
-            raise SpecError(f"cluster.jobs = {self.jobs!r}: expected an integer >= 1")
+            raise _invalid("jobs", self.jobs)
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise SpecError(f"cluster.retries = {self.retries!r}: expected an integer >= 0")
+            raise _invalid("retries", self.retries)
         if not isinstance(self.tls, bool):
-            raise SpecError(f"cluster.tls = {self.tls!r}: expected true or false")
+            raise _invalid("tls", self.tls)
         if self.srun_mpi is not None and (not isinstance(self.srun_mpi, str) or not self.srun_mpi.isidentifier()):
-            raise SpecError(f"cluster.srun-mpi = {self.srun_mpi!r}: expected an MPI plugin name "
-                            "('pmix', 'pmi2', see srun --mpi=list) or null")
+            raise _invalid("srun_mpi", self.srun_mpi)
         if self.launcher not in LAUNCHERS:
-            raise SpecError(f"cluster.launcher = {self.launcher!r}: allowed: {', '.join(LAUNCHERS)}")
+            raise _invalid("launcher", self.launcher)
         if not (isinstance(self.worker_start_timeout, (int, float)) and self.worker_start_timeout > 0):
-            raise SpecError(
-                f"cluster.worker-start-timeout = {self.worker_start_timeout!r}: expected seconds > 0"
-            )
+            raise _invalid("worker_start_timeout", self.worker_start_timeout)
 
     @property
     def shared_path(self) -> Path:
@@ -193,6 +191,54 @@ class ClusterSettings:
     def scheduler(self) -> Scheduler:
         """The :class:`Scheduler` that ``kind`` names."""
         return SCHEDULERS.get(self.kind)
+
+
+def _invalid(key: str, value: object) -> SpecError:
+    """The one-line error for the cluster setting ``key`` set to ``value``."""
+    if key == "kind":
+        expected = unknown_choice("scheduler", value, SCHEDULERS.names())
+    else:
+        expected = {
+            "jobs": "expected an integer >= 1",
+            "retries": "expected an integer >= 0",
+            "tls": "expected true or false",
+            "srun_mpi": "expected an MPI plugin name ('pmix', 'pmi2', see srun --mpi=list) or null",
+            "launcher": f"allowed: {', '.join(LAUNCHERS)}",
+            "worker_start_timeout": "expected seconds > 0",
+        }.get(key, "expected text")
+    return SpecError(f"cluster.{key.replace('_', '-')} = {value!r}: {expected}")
+
+
+def _setting(values: Mapping[str, object], key: str, kind: type[T], default: T) -> T:
+    """``values[key]`` (``default`` when absent) if it is a ``kind``, else :func:`_invalid`."""
+    value = values.get(key, default)
+    if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    raise _invalid(key, value)
+
+
+def _optional_setting(values: Mapping[str, object], key: str, kind: type[T], default: T | None) -> T | None:
+    """:func:`_setting` for a setting that may be null."""
+    return None if values.get(key, default) is None else _setting(values, key, kind, default)
+
+
+def _settings(values: Mapping[str, object], resources: Resources) -> ClusterSettings:
+    """The settings ``values`` give (the rest at their defaults); a value of the wrong type is a
+    :class:`SpecError` naming the setting."""
+    base = ClusterSettings()
+    return ClusterSettings(
+        kind=_setting(values, "kind", str, base.kind),
+        jobs=_optional_setting(values, "jobs", int, base.jobs),
+        retries=_setting(values, "retries", int, base.retries),
+        tls=_setting(values, "tls", bool, base.tls),
+        shared_directory=_setting(values, "shared_directory", str, base.shared_directory),
+        worker_start_timeout=_setting(values, "worker_start_timeout", float, base.worker_start_timeout),
+        interface=_optional_setting(values, "interface", str, base.interface),
+        python=_optional_setting(values, "python", str, base.python),
+        launcher=_setting(values, "launcher", str, base.launcher),
+        srun_mpi=_optional_setting(values, "srun_mpi", str, base.srun_mpi),
+        resources=resources,
+    )
 
 
 def packaged_defaults() -> dict[str, object]:
@@ -243,7 +289,10 @@ def _merge(layers: list[tuple[str, object]]) -> ClusterSettings:
             raise SpecError(f"{where}: expected a table of cluster settings, got {layer!r}")
         for key, value in _canonical(layer, where).items():
             if key == "resources":
-                resources = resources.updated(value, f"{where}.resources")  # type: ignore[arg-type]  # checked there
+                if isinstance(value, Mapping):
+                    resources = resources.updated(value, f"{where}.resources")
+                elif value:
+                    raise SpecError(f"{where}.resources: expected a table of resources, got {value!r}")
             elif value is not None or key in {"jobs", "interface", "python", "srun_mpi"}:
                 if value is None and key in values:
                     continue
@@ -251,7 +300,7 @@ def _merge(layers: list[tuple[str, object]]) -> ClusterSettings:
     timeout = values.get("worker_start_timeout")
     if isinstance(timeout, int) and not isinstance(timeout, bool):
         values["worker_start_timeout"] = float(timeout)
-    return ClusterSettings(resources=resources, **values)  # type: ignore[arg-type]  # checked in __post_init__
+    return _settings(values, resources)
 
 
 def load_cluster_settings(

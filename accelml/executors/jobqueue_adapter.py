@@ -19,8 +19,9 @@ are refused with one line (:func:`version_problem`) rather than failing half-way
 
 >>> version_problem({"dask-jobqueue": "0.9.0", "distributed": "2026.8.0"}) is None
 True
->>> print(version_problem({"dask-jobqueue": "0.10.0", "distributed": "2026.8.0"}))
-accelml's job-queue executor is written for dask-jobqueue 0.9.* and distributed 2026.8.*; this environment has dask-jobqueue 0.10.0 (pip install 'dask-jobqueue==0.9.*')
+>>> print(version_problem({"dask-jobqueue": "0.10.0", "distributed": "2026.8.0"}))  # doctest: +NORMALIZE_WHITESPACE
+accelml's job-queue executor is written for dask-jobqueue 0.9.* and distributed 2026.8.*;
+this environment has dask-jobqueue 0.10.0 (pip install 'dask-jobqueue==0.9.*')
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accelml.errors import UnavailableError
 from accelml.executors.config import ClusterSettings, JobOptions, JobQueue
 
 if TYPE_CHECKING:  # annotations only: distributed is imported when a cluster starts
+    from distributed.core import Status
     from distributed.scheduler import Scheduler as DaskScheduler
     from distributed.security import Security
 
@@ -57,6 +59,13 @@ class SubmittedJob(Protocol):
     job_id: str | None
 
     def job_script(self) -> str: ...
+
+
+class _SubmittingJob(Protocol):
+    """What the wrapped ``Job.start`` sets on a job whose submission failed."""
+
+    submit_error: BaseException | None
+    status: Status
 
 
 @dataclass(frozen=True)
@@ -108,8 +117,9 @@ def import_jobqueue() -> ModuleType:
         signal.signal(signal.SIGINT, previous)
 
 
-def load_class(path: str) -> type:
-    """The class a ``"module:Class"`` string names (dask-jobqueue imported SIGINT-safely first).
+def load_class(path: str) -> type[Any]:
+    """The class a ``"module:Class"`` string names (dask-jobqueue imported SIGINT-safely first);
+    dask-jobqueue's classes are untyped.
 
     >>> load_class("collections:OrderedDict").__name__
     'OrderedDict'
@@ -138,12 +148,12 @@ def _submitting_class(queue: JobQueue) -> type:
 
     base = load_class(queue.job_class)
 
-    async def start(self: object) -> None:
+    async def start(self: _SubmittingJob) -> None:
         try:
-            await base.start(self)  # type: ignore[attr-defined]  # dask-jobqueue's Job.start
+            await base.start(self)
         except Exception as error:
-            self.submit_error = error  # type: ignore[attr-defined]
-            self.status = Status.failed  # type: ignore[attr-defined]
+            self.submit_error = error
+            self.status = Status.failed
             raise
 
     return type(base.__name__, (base,), {"start": start, "submit_command": queue.submit,

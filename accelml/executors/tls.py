@@ -77,7 +77,7 @@ class TemporaryCredentials:
         directory = Path(tempfile.mkdtemp(prefix="tls-", dir=base))
         os.chmod(directory, 0o700)
 
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "accelml temporary CA")])
         ca_cert = (

@@ -218,10 +218,13 @@ def test_xgboost_classifier_keeps_any_label_type(classification):
 
 
 @pytest.mark.parametrize("build, pattern", [
-    (lambda: Estimator("kmean"), r"unknown algorithm 'kmean' \(did you mean 'kmeans'\?\); choose from: kmeans, dbscan"),
-    (lambda: Estimator("kmeans", backend="cuml"), r"unknown backend 'cuml'; choose from: .*sklearn, sklearnex, xgboost"),
+    (lambda: Estimator("kmean"),
+     r"unknown algorithm 'kmean' \(did you mean 'kmeans'\?\); choose from: kmeans, dbscan"),
+    (lambda: Estimator("kmeans", backend="cuml"),
+     r"unknown backend 'cuml'; choose from: .*sklearn, sklearnex, xgboost"),
     (lambda: Estimator("kmeans", device="cuda"), r"unknown device for backend 'sklearn': 'cuda'; choose from: cpu"),
-    (lambda: Estimator("kmeans", n_cluster=3), r"unknown parameter for kmeans: 'n_cluster' \(did you mean 'n_clusters'\?\)"),
+    (lambda: Estimator("kmeans", n_cluster=3),
+     r"unknown parameter for kmeans: 'n_cluster' \(did you mean 'n_clusters'\?\)"),
     (lambda: Estimator("gradient_boosting_classifier", backend="sklearnex"),
      r"sklearnex has no gradient boosting.*; backends with gradient_boosting_classifier: .*sklearn, xgboost"),
     (lambda: Estimator("gradient_boosting_classifier", backend="xgboost", min_samples_leaf=5),
@@ -255,7 +258,8 @@ def test_xgboost_cuda_without_a_gpu_is_unavailable_and_says_why(classification):
     if availability.available:
         pytest.skip(f"this machine has CUDA for XGBoost ({availability.detail})")
     est = Estimator("gradient_boosting_classifier", backend="xgboost", device="cuda")
-    with pytest.raises(UnavailableError, match=r"backend 'xgboost' on device 'cuda' is unavailable here: .+; run on a machine with an NVIDIA GPU") as error:
+    with pytest.raises(UnavailableError, match=r"backend 'xgboost' on device 'cuda' is unavailable here: .+; "
+                                                r"run on a machine with an NVIDIA GPU") as error:
         est.fit(*classification)
     assert "\n" not in str(error.value)
     assert not hasattr(est, "estimator_")  # no silent fall back to the CPU

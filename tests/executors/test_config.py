@@ -70,6 +70,20 @@ def test_bad_settings_are_one_line_spec_errors_naming_the_key(tmp_path):
         settings_from_args(parse(["--job-env", "X"]))
 
 
+@pytest.mark.parametrize("table, message", [
+    ({"jobs": "3"}, r"^cluster.jobs = '3': expected an integer >= 1$"),
+    ({"kind": 3}, r"^cluster.kind = 3: unknown scheduler 3; choose from: "),
+    ({"tls": "yes"}, r"^cluster.tls = 'yes': expected true or false$"),
+    ({"worker-start-timeout": True}, r"^cluster.worker-start-timeout = True: expected seconds > 0$"),
+    ({"shared-directory": 5}, r"^cluster.shared-directory = 5: expected text$"),
+    ({"python": ["python3"]}, r"^cluster.python = \['python3'\]: expected text$"),
+    ({"resources": 5}, r"^\[cluster\].resources: expected a table of resources, got 5$"),
+])
+def test_a_setting_of_the_wrong_type_is_a_spec_error_naming_it(table, message):
+    with pytest.raises(SpecError, match=message):
+        load_cluster_settings(spec_table=table)
+
+
 def test_spec_cluster_table_is_read_from_a_loaded_spec():
     from accelml.spec.load import load_spec_text
 

@@ -40,7 +40,7 @@ def main(out_dir: str, average: bool) -> None:
         gradients = tape.gradient(loss, model.trainable_variables)
         if average:
             gradients = hvd.grouped_allreduce(gradients, op=hvd.Average)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
     digest = hashlib.sha256()
     for weight in model.get_weights():
         digest.update(np.ascontiguousarray(weight).tobytes())
