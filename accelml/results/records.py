@@ -51,12 +51,13 @@ import hashlib
 import json
 import math
 import statistics
-from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
 
 from accelml.cases import Case, JSONScalar, canonical_json
+from accelml.convert import OBJECT, JSONValue, from_data, to_object
 
 SCHEMA_VERSION = 1
 
@@ -79,7 +80,7 @@ def utc_now() -> str:
     >>> utc_now().endswith("+00:00") and len(utc_now()) == 29
     True
     """
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class FailureKind(str, Enum):
@@ -98,8 +99,10 @@ class SchemaError(ValueError):
     """A stored record that this version of accelml cannot read."""
 
 
-def _check_schema(data: dict[str, Any], kind: str) -> None:
+def _check_schema(data: Mapping[str, object], kind: str) -> None:
     version = data.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SchemaError(f"{kind} has schema version {version!r}, not an integer")
     if version > SCHEMA_VERSION:
         raise SchemaError(
             f"{kind} has schema version {version}; this accelml reads up to {SCHEMA_VERSION}"
@@ -180,7 +183,7 @@ class PhaseTiming:
         *,
         confidence: float = 0.95,
         target_rel: float | None = None,
-    ) -> "PhaseTiming":
+    ) -> PhaseTiming:
         """Derive median, spread and the median's confidence interval from raw samples.
 
         ``target_rel`` is the half-width (relative to the median) the interval should reach;
@@ -227,19 +230,12 @@ class PhaseTiming:
         return self.count >= 2 and (self.ci_halfwidth_rel <= target_rel
                                     or halfwidth_s <= TIMER_NOISE_FLOOR_S)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PhaseTiming":
-        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        values["samples"] = tuple(values.get("samples", ()))
-        values["warmup_samples"] = tuple(values.get("warmup_samples", ()))
-        for name in ("median", "q1", "q3", "minimum", "maximum", "ci_low", "ci_high",
-                     "ci_halfwidth_rel"):
-            if values.get(name) is None:
-                values[name] = math.nan if name != "ci_halfwidth_rel" else math.inf
-        return cls(**values)
+    def from_dict(cls, data: Mapping[str, object]) -> PhaseTiming:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -250,14 +246,12 @@ class Score:
     value: float
     higher_is_better: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Score":
-        value = data["value"]
-        return cls(data["name"], math.nan if value is None else float(value),
-                   bool(data["higher_is_better"]))
+    def from_dict(cls, data: Mapping[str, object]) -> Score:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -269,13 +263,12 @@ class ArrayRef:
     dtype: str
     shape: tuple[int, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "digest": self.digest, "dtype": self.dtype,
-                "shape": list(self.shape)}
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ArrayRef":
-        return cls(data["name"], data["digest"], data["dtype"], tuple(data["shape"]))
+    def from_dict(cls, data: Mapping[str, object]) -> ArrayRef:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -294,16 +287,12 @@ class DatasetInfo:
     layout: str              # "C", "F" or "csr"
     feature_shape: tuple[int, ...] = ()   # per-sample shape for images, e.g. (28, 28, 1)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["feature_shape"] = list(self.feature_shape)
-        return data
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DatasetInfo":
-        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        values["feature_shape"] = tuple(values.get("feature_shape", ()))
-        return cls(**values)
+    def from_dict(cls, data: Mapping[str, object]) -> DatasetInfo:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -312,8 +301,8 @@ class GPUDevice:
     driver: str
     memory_mib: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
 
 @dataclass(frozen=True)
@@ -353,19 +342,16 @@ class Environment:
     def library_version(self, name: str) -> str | None:
         return dict(self.libraries).get(name)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["libraries"] = [list(item) for item in self.libraries]
-        data["gpus"] = [gpu.to_dict() for gpu in self.gpus]
-        data["env_hash"] = self.env_hash
-        return data
+    def json_extras(self) -> dict[str, JSONValue]:
+        """Written beside the fields (:mod:`accelml.convert`), for readers of the raw JSON."""
+        return {"env_hash": self.env_hash}
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Environment":
-        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        values["libraries"] = tuple(tuple(item) for item in values.get("libraries", ()))
-        values["gpus"] = tuple(GPUDevice(**gpu) for gpu in values.get("gpus", ()))
-        return cls(**values)
+    def from_dict(cls, data: Mapping[str, object]) -> Environment:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -379,14 +365,12 @@ class EpochRecord:
     val_loss: float | None = None
     val_accuracy: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EpochRecord":
-        return cls(epoch=int(data["epoch"]), seconds=float(data["seconds"]),
-                   loss=float(data["loss"]), accuracy=data.get("accuracy"),
-                   val_loss=data.get("val_loss"), val_accuracy=data.get("val_accuracy"))
+    def from_dict(cls, data: Mapping[str, object]) -> EpochRecord:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -424,19 +408,16 @@ class DLMeasurements:
             return None
         return len(set(self.rank_weight_digests)) == 1
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["epochs"] = [epoch.to_dict() for epoch in self.epochs]
-        data["rank_weight_digests"] = list(self.rank_weight_digests)
-        data["global_batch_size"] = self.global_batch_size
-        return data
+    def json_extras(self) -> dict[str, JSONValue]:
+        """Written beside the fields (:mod:`accelml.convert`), for readers of the raw JSON."""
+        return {"global_batch_size": self.global_batch_size}
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DLMeasurements":
-        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        values["epochs"] = tuple(EpochRecord.from_dict(e) for e in values.get("epochs", ()))
-        values["rank_weight_digests"] = tuple(values.get("rank_weight_digests", ()))
-        return cls(**values)
+    def from_dict(cls, data: Mapping[str, object]) -> DLMeasurements:
+        return from_data(cls, data)
 
 
 @dataclass(frozen=True)
@@ -453,7 +434,7 @@ class CaseResult:
     task: str = ""
     workers: int = 1
     strategy: str | None = None
-    params: tuple[tuple[str, JSONScalar], ...] = ()
+    params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
     failure: FailureKind = FailureKind.NONE
     reason: str = ""
     timings: tuple[PhaseTiming, ...] = ()
@@ -490,7 +471,7 @@ class CaseResult:
                threads: int | None = None, attempts: int = 1, started_at: str = "",
                wall_seconds: float | None = None, peak_host_memory_bytes: int | None = None,
                timings: tuple[PhaseTiming, ...] = (), environment: Environment | None = None,
-               ) -> "CaseResult":
+               ) -> CaseResult:
         """The result of ``case`` that failed for ``reason`` (its first line is kept), finished now.
 
         Every failed result is made here: by the case process for an exception, by the
@@ -550,88 +531,19 @@ class CaseResult:
     def params_dict(self) -> dict[str, JSONScalar]:
         return dict(self.params)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": self.schema_version,
-            "run_id": self.run_id,
-            "case_id": self.case_id,
-            "algorithm": self.algorithm,
-            "task": self.task,
-            "backend": self.backend,
-            "device": self.device,
-            "workers": self.workers,
-            "strategy": self.strategy,
-            "dataset": self.dataset,
-            "params": {key: value for key, value in self.params},
-            "status": self.status,
-            "failure": self.failure.value,
-            "reason": self.reason,
-            "timings": [t.to_dict() for t in self.timings],
-            "repeats": self.repeats,
-            "warmup": self.warmup,
-            "stopped_because": self.stopped_because,
-            "scores": [s.to_dict() for s in self.scores],
-            "predictions": [p.to_dict() for p in self.predictions],
-            "repeat_prediction_digests": list(self.repeat_prediction_digests),
-            "peak_host_memory_bytes": self.peak_host_memory_bytes,
-            "peak_gpu_memory_bytes": self.peak_gpu_memory_bytes,
-            "threads": self.threads,
-            "thread_pools": [list(item) for item in self.thread_pools],
-            "environment": None if self.environment is None else self.environment.to_dict(),
-            "dataset_info": None if self.dataset_info is None else self.dataset_info.to_dict(),
-            "dl": None if self.dl is None else self.dl.to_dict(),
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "wall_seconds": self.wall_seconds,
-            "attempts": self.attempts,
-        }
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CaseResult":
+    def from_dict(cls, data: Mapping[str, object]) -> CaseResult:
         _check_schema(data, "case result")
-        environment = data.get("environment")
-        dataset_info = data.get("dataset_info")
-        dl = data.get("dl")
-        return cls(
-            run_id=data["run_id"],
-            case_id=data["case_id"],
-            algorithm=data["algorithm"],
-            backend=data["backend"],
-            device=data["device"],
-            dataset=data["dataset"],
-            status=data["status"],
-            task=data.get("task", ""),
-            workers=int(data.get("workers", 1)),
-            strategy=data.get("strategy"),
-            params=tuple(sorted((data.get("params") or {}).items())),
-            failure=FailureKind(data.get("failure", "")),
-            reason=data.get("reason", ""),
-            timings=tuple(PhaseTiming.from_dict(t) for t in data.get("timings", ())),
-            repeats=int(data.get("repeats", 0)),
-            warmup=int(data.get("warmup", 0)),
-            stopped_because=data.get("stopped_because", ""),
-            scores=tuple(Score.from_dict(s) for s in data.get("scores", ())),
-            predictions=tuple(ArrayRef.from_dict(p) for p in data.get("predictions", ())),
-            repeat_prediction_digests=tuple(data.get("repeat_prediction_digests", ())),
-            peak_host_memory_bytes=data.get("peak_host_memory_bytes"),
-            peak_gpu_memory_bytes=data.get("peak_gpu_memory_bytes"),
-            threads=data.get("threads"),
-            thread_pools=tuple(tuple(item) for item in data.get("thread_pools", ())),
-            environment=None if environment is None else Environment.from_dict(environment),
-            dataset_info=None if dataset_info is None else DatasetInfo.from_dict(dataset_info),
-            dl=None if dl is None else DLMeasurements.from_dict(dl),
-            started_at=data.get("started_at", ""),
-            finished_at=data.get("finished_at", ""),
-            wall_seconds=data.get("wall_seconds"),
-            attempts=int(data.get("attempts", 1)),
-            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
-        )
+        return from_data(cls, data)
 
     @classmethod
-    def from_json(cls, text: str) -> "CaseResult":
+    def from_json(cls, text: str) -> CaseResult:
         return cls.from_dict(json.loads(text))
 
 
@@ -661,24 +573,17 @@ class RunRecord:
     def env_hash(self) -> str | None:
         return None if self.environment is None else self.environment.env_hash
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["environment"] = None if self.environment is None else self.environment.to_dict()
-        data["case_ids"] = list(self.case_ids)
-        return data
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunRecord":
+    def from_dict(cls, data: Mapping[str, object]) -> RunRecord:
         _check_schema(data, "run record")
-        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        environment = values.get("environment")
-        values["environment"] = None if environment is None else Environment.from_dict(environment)
-        values["case_ids"] = tuple(values.get("case_ids", ()))
-        return cls(**values)
+        return from_data(cls, data)
 
     @classmethod
-    def from_json(cls, text: str) -> "RunRecord":
+    def from_json(cls, text: str) -> RunRecord:
         return cls.from_dict(json.loads(text))
