@@ -11,6 +11,12 @@ import argparse
 import dataclasses
 import json
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from accelml.machine import probe_all
+
 HELP = "show which backends, devices and launchers this machine can run, with versions"
 
 
@@ -19,13 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # imported here, as in every command module, so that `--help` does not load the backends
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from accelml.machine import probe_all
-
     rows = probe_all()
     if args.json:
         print(json.dumps([dataclasses.asdict(row) | {"status": row.status} for row in rows], indent=2))

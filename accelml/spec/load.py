@@ -62,13 +62,14 @@ from typing import Any
 
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
 from accelml.datasets.loaders import FILE_FORMATS
-from accelml.datasets.registry import NAMED_SOURCES
+from accelml.datasets.registry import NAMED_SOURCES, dataset_task
 from accelml.dl.config import TrainingConfig, training_config_dict
 from accelml.dl.models import MODELS
 from accelml.dl.strategies import STRATEGIES_POINT, default_strategy
-from accelml.errors import SpecError
-from accelml.estimators import BACKENDS
+from accelml.errors import AccelmlError, SpecError
+from accelml.estimators import BACKENDS, Estimator
 from accelml.estimators import algorithms as algorithm_infos
+from accelml.executors.config import load_cluster_settings
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,
@@ -376,8 +377,6 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
 
 def _check_task(spec: _Spec, where: str, algorithm: str, tasks: dict[str, str],
                 dataset: DatasetSpec) -> None:
-    from accelml.datasets.registry import dataset_task
-
     needed = tasks.get(algorithm)
     have = dataset_task(dataset.source, dict(dataset.options))
     if needed is None or have is None:
@@ -392,9 +391,6 @@ def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device:
                   params: dict[str, Any]) -> None:
     """Parameter names and values the backend cannot honour are spec errors (device
     availability is not: a case that cannot run here is recorded as failed, with the reason)."""
-    from accelml.errors import AccelmlError
-    from accelml.estimators import Estimator
-
     try:
         Estimator(algorithm, backend=backend, device=device, **params)
     except AccelmlError as error:
@@ -457,11 +453,7 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
 
 
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:
-    """Validate [cluster] with the executors' own settings loader, when it is there."""
-    try:
-        from accelml.executors.config import load_cluster_settings
-    except ImportError:
-        return
+    """Validate [cluster] with the executors' own settings loader."""
     try:
         load_cluster_settings(spec_table=table)
     except SpecError as error:
