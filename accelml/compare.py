@@ -33,7 +33,7 @@ import tempfile
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -65,7 +65,7 @@ Progress = Callable[[Any], None]
 
 def new_run_id() -> str:
     """A run id that sorts by start time: ``20261126T051502-3fa9c1``."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
 
 
 def default_threads(jobs: int) -> int:
@@ -252,7 +252,7 @@ class Comparison:
     results: tuple[CaseResult, ...] = field(default=())
 
     @classmethod
-    def from_store(cls, store: ResultsStore, run_id: str) -> "Comparison":
+    def from_store(cls, store: ResultsStore, run_id: str) -> Comparison:
         run = store.get_run(run_id)
         return cls(store, run, tuple(store.case_results(run.run_id)))
 
@@ -297,11 +297,11 @@ class Comparison:
         figure per case (the table's agreement column). For every measure (run-to-run,
         cross-backend, cross-device, cross-scale) use :meth:`agreement_matrix`."""
         return {self._label(r): row.agreement
-                for r, row in zip(self.results, self.rows(reference))
+                for r, row in zip(self.results, self.rows(reference), strict=True)
                 if row.agreement is not None}
 
     def agreement_matrix(self, reference: str | None = None, *,
-                         against: "Comparison | tuple[ResultsStore, str] | None" = None
+                         against: Comparison | tuple[ResultsStore, str] | None = None
                          ) -> AgreementMatrix:
         """The run's :class:`accelml.report.repro.AgreementMatrix` (``.format()``,
         ``.rows()``, ``.to_dict()``); ``against`` (another Comparison, or ``(store,

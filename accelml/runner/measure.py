@@ -18,8 +18,9 @@ from __future__ import annotations
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -137,7 +138,7 @@ class GPUMemorySampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> "GPUMemorySampler":
+    def __enter__(self) -> GPUMemorySampler:
         try:
             import pynvml
 
@@ -162,7 +163,7 @@ class GPUMemorySampler:
         pids = {me.pid} | {child.pid for child in me.children(recursive=True)}
         used = rise = 0
         listed = False
-        for handle, baseline in zip(self._handles, self._baseline):
+        for handle, baseline in zip(self._handles, self._baseline, strict=True):
             try:
                 processes = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
                 rise += max(0, pynvml.nvmlDeviceGetMemoryInfo(handle).used - baseline)

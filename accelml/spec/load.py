@@ -275,9 +275,11 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
     algorithms, backends, tasks, implemented = _known_names()
     models, strategies, default_strategy_name = _dl_names()
 
-    backend_values = [spec.one_of(b, backends, f"{where}.backend[{i}]" if isinstance(table["backend"], list)
-                                  else f"{where}.backend", "backend")
-                      for i, b in enumerate(_as_list(spec, table["backend"], f"{where}.backend", (str,), "backend name"))]
+    listed = isinstance(table["backend"], list)
+    backend_values = [spec.one_of(b, backends, f"{where}.backend[{i}]" if listed else f"{where}.backend",
+                                  "backend")
+                      for i, b in enumerate(_as_list(spec, table["backend"], f"{where}.backend", (str,),
+                                                     "backend name"))]
     is_dl = [BACKENDS.get(b).deep_learning for b in backend_values]
     if any(is_dl) and not all(is_dl):
         deep_learning = ", ".join(b for b, dl in zip(backend_values, is_dl, strict=True) if dl)

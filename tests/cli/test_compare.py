@@ -75,7 +75,9 @@ def test_deterministic_flag_lists_the_seeded_case_ids(tmp_path):
     plain = accelml("compare", str(SMOKE), "--dry-run")
     seeded = accelml("compare", str(SMOKE), "--dry-run", "--deterministic")
     assert plain.returncode == seeded.returncode == 0, plain.stderr + seeded.stderr
-    ids = lambda out: {line.split()[0] for line in out.stdout.splitlines()[1:]}
+    def ids(out):
+        return {line.split()[0] for line in out.stdout.splitlines()[1:]}
+
     assert len(ids(plain)) == len(ids(seeded)) == 4
     unseeded = [line for line in plain.stdout.splitlines()[1:] if "random_state" not in line]
     assert len(ids(plain) - ids(seeded)) == len(unseeded)

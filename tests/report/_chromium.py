@@ -38,7 +38,7 @@ class Page:
 
     url: str
     session: str
-    browser: "Browser"
+    browser: Browser
     console_errors: list[str] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from accelml.expectations import pair_expectation, run_to_run_expectation
 from accelml.runner.determinism import (
     apply,
     deterministic_experiment,
     deterministic_params,
     settings_for,
 )
-from accelml.expectations import pair_expectation, run_to_run_expectation
 
 
 def _case(**changes):
