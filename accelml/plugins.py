@@ -110,7 +110,7 @@ class ExtensionPoint(Generic[R]):
         return self._find().broken
 
     def _find(self) -> _Found[R]:
-        return _discover(self, _path_fingerprint())
+        return _discover(self, _path_fingerprint(self.package))
 
     def _discover(self) -> _Found[R]:
         records: list[R] = []
@@ -159,11 +159,13 @@ class ExtensionPoint(Generic[R]):
 PathFingerprint = tuple[tuple[str, int], ...]
 
 
-def _path_fingerprint() -> PathFingerprint:
-    """``sys.path`` with each folder's modification time: installing a distribution (or a
-    module) there changes it, so discovery runs again; otherwise its answer is reused."""
+def _path_fingerprint(package: str) -> PathFingerprint:
+    """``sys.path`` and ``package``'s own folders, each with its modification time: installing
+    a distribution or adding a module there changes it, so discovery runs again; otherwise its
+    answer is reused."""
+    loaded = sys.modules.get(package)
     stamps = []
-    for entry in sys.path:
+    for entry in [*sys.path, *getattr(loaded, "__path__", ())]:
         try:
             stamps.append((entry, os.stat(entry or ".").st_mtime_ns))
         except OSError:
