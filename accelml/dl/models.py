@@ -11,12 +11,18 @@ model whose last layer is a float32 softmax.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
+from accelml.dl.engine_objects import KerasModel
 from accelml.errors import SpecError
 
+ModelBuilder = Callable[..., KerasModel]
+"""``builder(keras, input_shape, classes, **model_options)``: an uncompiled model."""
 
-def fashion_mnist_cnn(keras, input_shape, classes, filters=32, dense=128, dropout=0.3):
+
+def fashion_mnist_cnn(keras: ModuleType, input_shape: tuple[int, ...], classes: int, filters: int = 32,
+                      dense: int = 128, dropout: float = 0.3) -> KerasModel:
     """The workshop's Fashion-MNIST CNN: two conv/pool blocks, a dense layer, softmax."""
     layers = keras.layers
     return keras.Sequential([
@@ -32,7 +38,7 @@ def fashion_mnist_cnn(keras, input_shape, classes, filters=32, dense=128, dropou
     ], name="fashion_mnist_cnn")
 
 
-def mnist_cnn(keras, input_shape, classes):
+def mnist_cnn(keras: ModuleType, input_shape: tuple[int, ...], classes: int) -> KerasModel:
     """Conv2D 32 5x5 relu, MaxPool 2, Conv2D 64 5x5 relu, MaxPool 2, Flatten, Dense softmax."""
     layers = keras.layers
     return keras.Sequential([
@@ -46,7 +52,7 @@ def mnist_cnn(keras, input_shape, classes):
     ], name="mnist_cnn")
 
 
-def mnist_cnn_dropout(keras, input_shape, classes):
+def mnist_cnn_dropout(keras: ModuleType, input_shape: tuple[int, ...], classes: int) -> KerasModel:
     """Conv 32 3x3, Conv 64 3x3, MaxPool, Dropout .25, Flatten, Dense 128, Dropout .5, Dense."""
     layers = keras.layers
     return keras.Sequential([
@@ -62,7 +68,8 @@ def mnist_cnn_dropout(keras, input_shape, classes):
     ], name="mnist_cnn_dropout")
 
 
-def mlp(keras, input_shape, classes, hidden=(128, 64), dropout=0.0):
+def mlp(keras: ModuleType, input_shape: tuple[int, ...], classes: int, hidden: Sequence[int] = (128, 64),
+        dropout: float = 0.0) -> KerasModel:
     """Flatten, then Dense relu layers of the given widths, then softmax."""
     layers = [keras.Input(shape=input_shape), keras.layers.Flatten()]
     for width in hidden:
@@ -73,7 +80,8 @@ def mlp(keras, input_shape, classes, hidden=(128, 64), dropout=0.0):
     return keras.Sequential(layers, name="mlp")
 
 
-def small_resnet(keras, input_shape, classes, width=8, blocks=2):
+def small_resnet(keras: ModuleType, input_shape: tuple[int, ...], classes: int, width: int = 8,
+                 blocks: int = 2) -> KerasModel:
     """A pre-activation ResNet with BatchNorm, small enough for tests."""
     layers = keras.layers
     inputs = keras.Input(shape=input_shape)
@@ -98,8 +106,8 @@ def small_resnet(keras, input_shape, classes, width=8, blocks=2):
     return keras.Model(inputs, outputs, name="small_resnet")
 
 
-def _application(name: str) -> Callable:
-    def build(keras, input_shape, classes):
+def _application(name: str) -> ModelBuilder:
+    def build(keras: ModuleType, input_shape: tuple[int, ...], classes: int) -> KerasModel:
         application = getattr(keras.applications, name)
         return application(weights=None, input_shape=tuple(input_shape), classes=classes,
                            classifier_activation="softmax")
@@ -107,7 +115,7 @@ def _application(name: str) -> Callable:
     return build
 
 
-MODELS: dict[str, Callable] = {
+MODELS: dict[str, ModelBuilder] = {
     "fashion_mnist_cnn": fashion_mnist_cnn,
     "mnist_cnn": mnist_cnn,
     "mnist_cnn_dropout": mnist_cnn_dropout,
@@ -118,7 +126,8 @@ MODELS: dict[str, Callable] = {
 }
 
 
-def build_model(name: str, keras, input_shape, classes: int, **options):
+def build_model(name: str, keras: ModuleType, input_shape: Sequence[int], classes: int,
+                **options: object) -> KerasModel:
     """Build model ``name`` (one of :data:`MODELS`) with ``keras`` for ``input_shape``."""
     try:
         builder = MODELS[name]

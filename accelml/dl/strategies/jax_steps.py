@@ -26,6 +26,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -43,14 +46,23 @@ from accelml.dl.common import (
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
+from accelml.dl.engine_objects import KerasModel, KerasOptimizer
 from accelml.dl.engines import jax_deterministic_environment, probe_jax, probe_keras, requirements
 from accelml.dl.models import build_model
 from accelml.dl.pipelines import steps_per_epoch
 from accelml.dl.strategies import Determinism, Strategy
 from accelml.errors import SpecError, UnavailableError
 
+if TYPE_CHECKING:
+    from jax import Array, Device
 
-def _devices(jax, config: TrainingConfig):
+    State: TypeAlias = tuple[list[Array], list[Array], list[Array]]
+    """The training state: trainable, non-trainable and optimizer variables."""
+    Loss: TypeAlias = Callable[[Array, Array], Array]
+    """A Keras loss: ``loss(labels, predictions)``."""
+
+
+def _devices(jax: ModuleType, config: TrainingConfig) -> list[Device]:
     platform = "gpu" if config.device == "gpu" else "cpu"
     try:
         devices = jax.devices(platform)
@@ -61,7 +73,8 @@ def _devices(jax, config: TrainingConfig):
                 "accelml.dl.launch sets it)" if platform == "cpu" else "")
         raise UnavailableError(f"{config.workers} {platform} devices asked for, JAX sees "
                                f"{len(devices)}{hint}")
-    return devices[:config.workers]
+    chosen: list[Device] = devices[:config.workers]
+    return chosen
 
 
 def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
@@ -111,33 +124,37 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     x_dev = jax.device_put(x_blocks, split)
     y_dev = jax.device_put(y_blocks.astype(np.int32), split)
 
-    def preprocess(images):
+    def preprocess(images: Array) -> Array:
         images = images.astype(jnp.float32) / 255.0
         if image_size:
             images = jax.image.resize(images, (images.shape[0], image_size, image_size,
                                                images.shape[3]), "bilinear")
         return images
 
-    def take_batch(x_block, y_block, order, step):
+    def take_batch(x_block: Array, y_block: Array, order: Array, step: Array) -> tuple[Array, Array]:
         index = jax.lax.dynamic_slice_in_dim(order, step * batch, batch)
         return jnp.take(x_block, index, axis=0), jnp.take(y_block, index, axis=0)
 
-    def gradients(trainable, non_trainable, images, labels):
-        def loss_of(trainable, non_trainable):
+    def gradients(trainable: list[Array], non_trainable: list[Array], images: Array,
+                  labels: Array) -> tuple[tuple[Array, tuple[Array, list[Array]]], list[Array]]:
+        def loss_of(trainable: list[Array],
+                    non_trainable: list[Array]) -> tuple[Array, tuple[Array, list[Array]]]:
             predictions, non_trainable = model.stateless_call(trainable, non_trainable, images,
                                                               training=True)
             return loss_fn(labels, predictions), (predictions, non_trainable)
         return jax.value_and_grad(loss_of, has_aux=True)(trainable, non_trainable)
 
-    def totals_of(loss, predictions, labels):
+    def totals_of(loss: Array, predictions: Array, labels: Array) -> Array:
         hits = jnp.sum(jnp.argmax(predictions, -1) == labels).astype(jnp.float32)
         count = jnp.float32(labels.shape[0])
         return jnp.stack([loss.astype(jnp.float32) * count, hits, count])
 
     floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
 
+    step_fn: Callable[[State, Array, Array, Array, Array, Array], tuple[State, Array]]
     if per_device:
-        def device_step(state, totals, x_block, y_block, order, step):
+        def device_step(state: State, totals: Array, x_block: Array, y_block: Array, order: Array,
+                        step: Array) -> tuple[State, Array]:
             trainable, non_trainable, optimizer_vars = state
             images, labels = take_batch(x_block[0], y_block[0], order[0], step)
             (loss, (predictions, updated)), grads = gradients(
@@ -156,7 +173,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             out_specs=(state_specs, P("batch")), check_vma=False), donate_argnums=(0, 1))
         average_moving = jax.jit(jax.shard_map(
             lambda values: [jax.lax.pmean(v, "batch") if f else v
-                            for v, f in zip(values, floating)],
+                            for v, f in zip(values, floating, strict=True)],
             mesh=mesh, in_specs=(P("batch"),), out_specs=P("batch"), check_vma=False))
     else:
         gather = jax.jit(jax.shard_map(
@@ -164,7 +181,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             mesh=mesh, in_specs=(P("batch"), P("batch"), P("batch"), P()),
             out_specs=(P("batch"), P("batch")), check_vma=False))
 
-        def global_step(state, totals, images, labels):
+        def global_step(state: State, totals: Array, images: Array,
+                        labels: Array) -> tuple[State, Array]:
             trainable, non_trainable, optimizer_vars = state
             (loss, (predictions, non_trainable)), grads = gradients(
                 trainable, non_trainable, preprocess(images), labels)
@@ -175,11 +193,16 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
 
         jitted = jax.jit(global_step, donate_argnums=(0, 1))
 
-        def step_fn(state, totals, x, y, order, step):
-            return jitted(state, totals, *gather(x, y, order, step))
+        def gathered_step(state: State, totals: Array, x: Array, y: Array, order: Array,
+                          step: Array) -> tuple[State, Array]:
+            result: tuple[State, Array] = jitted(state, totals, *gather(x, y, order, step))
+            return result
+
+        step_fn = gathered_step
 
     trainable = jax.device_put([v.value for v in model.trainable_variables], replicated)
     optimizer_vars = jax.device_put([v.value for v in optimizer.variables], replicated)
+    totals_shape: tuple[int, ...]
     if per_device:
         non_trainable = jax.device_put(
             [np.stack([np.asarray(v.value)] * workers) for v in model.non_trainable_variables],
@@ -189,16 +212,17 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         non_trainable = jax.device_put([v.value for v in model.non_trainable_variables],
                                        replicated)
         totals_shape, totals_sharding = (3,), replicated
-    state = (trainable, non_trainable, optimizer_vars)
+    state: State = (trainable, non_trainable, optimizer_vars)
 
-    def shared(state):
+    def shared(state: State) -> State:
         """The state with one copy of each variable (after an epoch all devices agree)."""
         if not per_device:
             return state
         return state[0], [v[0] for v in state[1]], state[2]
-    writes = config.output_dir is not None
-    log = EpochLog(config.output_dir if writes else None)
-    summaries = _summary_writer(config) if writes and config.tensorboard else None
+    output_dir = config.output_dir
+    log = EpochLog(output_dir)
+    summaries = (_summary_writer(os.path.join(output_dir, "tensorboard"))
+                 if output_dir is not None and config.tensorboard else None)
     step_numbers = [jax.device_put(np.int32(s), replicated) for s in range(steps)]
     rng = np.random.default_rng(config.seed)
     # XLA's CPU devices (forced host devices) can deadlock in an all-reduce when several
@@ -206,12 +230,12 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     in_lockstep = config.device != "gpu" and workers > 1
     setup_s = clock.seconds()
 
-    records = []
+    records: list[EpochRecord] = []
     for epoch in range(config.epochs):
         clock = Clock()
-        order = np.stack([rng.permutation(block) if config.shuffle else np.arange(block)
-                          for _ in range(workers)]).astype(np.int32)
-        order = jax.device_put(order, split)
+        order = jax.device_put(
+            np.stack([rng.permutation(block) if config.shuffle else np.arange(block)
+                      for _ in range(workers)]).astype(np.int32), split)
         totals = jax.device_put(np.zeros(totals_shape, np.float32), totals_sharding)
         for step in range(steps):
             state, totals = step_fn(state, totals, x_dev, y_dev, order, step_numbers[step])
@@ -220,16 +244,17 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         if per_device:
             state = (state[0], average_moving(state[1]), state[2])
         jax.block_until_ready(state)
-        totals = np.asarray(totals).reshape(-1, 3).sum(axis=0)
-        record = EpochRecord(epoch, clock.seconds(), float(totals[0] / totals[2]),
-                             float(totals[1] / totals[2]),
+        loss_hits_count = np.asarray(totals).reshape(-1, 3).sum(axis=0)
+        record = EpochRecord(epoch, clock.seconds(),
+                             float(loss_hits_count[0] / loss_hits_count[2]),
+                             float(loss_hits_count[1] / loss_hits_count[2]),
                              learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
-                             int(totals[2]))
+                             int(loss_hits_count[2]))
         records.append(record)
-        if writes:
+        if output_dir is not None:
             _store(model, optimizer, shared(state))
             if config.checkpoints:
-                directory = os.path.join(config.output_dir, "checkpoints")
+                directory = os.path.join(output_dir, "checkpoints")
                 os.makedirs(directory, exist_ok=True)
                 model.save_weights(os.path.join(directory,
                                                 f"epoch-{epoch + 1:03d}.weights.h5"))
@@ -242,12 +267,13 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
 
     final = shared(state)
     _store(model, optimizer, final)
-    test_loss = test_accuracy = None
+    test_loss: float | None = None
+    test_accuracy: float | None = None
     if len(data.x_test):
         test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, final, data, preprocess,
                                              config.global_batch_size)
-    if writes and config.save_model:
-        model.save(os.path.join(config.output_dir, "model.keras"))
+    if output_dir is not None and config.save_model:
+        model.save(os.path.join(output_dir, "model.keras"))
     digests = _device_digests(model, state, devices, stacked_non_trainable=per_device)
     return TrainingResult(
         strategy=config.strategy, model=config.model, dataset=data.name, workers=workers,
@@ -257,7 +283,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         epochs=tuple(records), test_loss=test_loss, test_accuracy=test_accuracy,
         weights_digest=digests[0], rank_digests=digests, setup_s=setup_s, data_s=0.0,
         backend="jax", versions=versions("jax", "jaxlib"),
-        files=files_under(config.output_dir) if writes else (),
+        files=files_under(output_dir),
         devices=tuple(str(d) for d in devices))
 
 
@@ -272,24 +298,28 @@ def _overlap_collectives_with_compute() -> None:
         os.environ["XLA_FLAGS"] = (flags + " --xla_gpu_enable_latency_hiding_scheduler=true").strip()
 
 
-def _store(model, optimizer, state) -> None:
+def _store(model: KerasModel, optimizer: KerasOptimizer, state: State) -> None:
     trainable, non_trainable, optimizer_vars = state
     for variables, values in ((model.trainable_variables, trainable),
                               (model.non_trainable_variables, non_trainable),
                               (optimizer.variables, optimizer_vars)):
-        for variable, value in zip(variables, values):
+        for variable, value in zip(variables, values, strict=True):
             variable.assign(value)
 
 
-def _evaluate(jax, jnp, model, loss_fn, state, data, preprocess, batch_size):
+def _evaluate(jax: ModuleType, jnp: ModuleType, model: KerasModel, loss_fn: Loss, state: State,
+              data: ImageData, preprocess: Callable[[Array], Array],
+              batch_size: int) -> tuple[float, float]:
+    """Test loss and accuracy over ``data``'s test set, in batches of ``batch_size``."""
     trainable, non_trainable, _ = state
 
-    @jax.jit
-    def evaluate(images, labels):
+    def loss_sum_and_hits(images: Array, labels: Array) -> tuple[Array, Array]:
         predictions, _ = model.stateless_call(trainable, non_trainable, preprocess(images),
                                               training=False)
         hits = jnp.sum(jnp.argmax(predictions, -1) == labels)
         return loss_fn(labels, predictions) * labels.shape[0], hits
+
+    evaluate = jax.jit(loss_sum_and_hits)
 
     loss = hits = 0.0
     for start in range(0, len(data.x_test), batch_size):
@@ -299,7 +329,8 @@ def _evaluate(jax, jnp, model, loss_fn, state, data, preprocess, batch_size):
     return loss / len(data.x_test), hits / len(data.x_test)
 
 
-def _device_digests(model, state, devices, stacked_non_trainable=False) -> tuple[str, ...]:
+def _device_digests(model: KerasModel, state: State, devices: Sequence[Device],
+                    stacked_non_trainable: bool = False) -> tuple[str, ...]:
     """One digest per device, over that device's own copy of every weight.
 
     With ``stacked_non_trainable`` each non-trainable value is (devices, *shape), split so
@@ -307,11 +338,11 @@ def _device_digests(model, state, devices, stacked_non_trainable=False) -> tuple
     """
     trainable, non_trainable, _ = state
     stacked = {id(v) for v in model.non_trainable_variables} if stacked_non_trainable else set()
-    by_id = {id(v): a for v, a in zip(model.trainable_variables, trainable)}
-    by_id.update({id(v): a for v, a in zip(model.non_trainable_variables, non_trainable)})
+    by_id = {id(v): a for v, a in zip(model.trainable_variables, trainable, strict=True)}
+    by_id.update({id(v): a for v, a in zip(model.non_trainable_variables, non_trainable, strict=True)})
     digests = []
     for device in devices:
-        arrays = []
+        arrays: list[np.ndarray] = []
         for weight in model.weights:
             value = by_id[id(weight)]
             copy = [s.data for s in value.addressable_shards if s.device == device]
@@ -321,13 +352,14 @@ def _device_digests(model, state, devices, stacked_non_trainable=False) -> tuple
     return tuple(digests)
 
 
-def _summary_writer(config: TrainingConfig):
+def _summary_writer(directory: str) -> Callable[[EpochRecord], None]:
+    """A function that writes an epoch's loss, accuracy and learning rate as TensorBoard scalars."""
     try:
         import tensorflow as tf
     except ImportError as error:
         raise UnavailableError(f"TensorBoard logs from the jax strategies need TensorFlow "
                                f"for tf.summary ({error}); set tensorboard = false") from None
-    writer = tf.summary.create_file_writer(os.path.join(config.output_dir, "tensorboard"))
+    writer = tf.summary.create_file_writer(directory)
 
     def write(record: EpochRecord) -> None:
         with writer.as_default(step=record.epoch):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 from accelml.errors import AccelmlError, UnavailableError
 
 
-def configure(tf, device: str, *, gpu_index: int | None = None, gpus_wanted: int = 1,
+def configure(tf: ModuleType, device: str, *, gpu_index: int | None = None, gpus_wanted: int = 1,
               logical_cpus: int = 0, processes_per_host: int = 1) -> list[str]:
     """Pin this process to its devices and return their names.
 
@@ -29,7 +30,8 @@ def configure(tf, device: str, *, gpu_index: int | None = None, gpus_wanted: int
                            "run the training in a fresh process with accelml.dl.launch") from None
 
 
-def _configure(tf, device, gpu_index, gpus_wanted, logical_cpus, processes_per_host):
+def _configure(tf: ModuleType, device: str, gpu_index: int | None, gpus_wanted: int, logical_cpus: int,
+               processes_per_host: int) -> list[str]:
     gpus = tf.config.list_physical_devices("GPU")
     if device == "gpu":
         if not gpus:
@@ -53,5 +55,5 @@ def _configure(tf, device, gpu_index, gpus_wanted, logical_cpus, processes_per_h
     return ["/cpu:0"]
 
 
-def set_precision(keras, precision: str) -> None:
+def set_precision(keras: ModuleType, precision: str) -> None:
     keras.mixed_precision.set_global_policy(precision)

@@ -20,6 +20,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
+from types import ModuleType
+
+import numpy as np
 
 from accelml.cases import Expectation
 from accelml.dl.common import (
@@ -35,6 +39,7 @@ from accelml.dl.common import (
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
+from accelml.dl.engine_objects import DistributionStrategy, KerasModel
 from accelml.dl.engines import (
     installed,
     probe_keras,
@@ -59,7 +64,7 @@ def _tasks_per_node() -> int:
     return max(int(part.split("(")[0]) for part in layout.split(","))
 
 
-def _multiworker_strategy(tf, config: TrainingConfig):
+def _multiworker_strategy(tf: ModuleType, config: TrainingConfig) -> DistributionStrategy:
     if _slurm_step():
         tasks_per_node = _tasks_per_node()
         if config.device == "gpu":
@@ -140,59 +145,60 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         train_data = train_data.with_options(options)
 
     chief = rank == 0
-    writes = config.output_dir is not None
     scratch = None
-    if writes and not chief:
+    if config.output_dir is not None and not chief:
         scratch = tempfile.mkdtemp(prefix=f"accelml-worker{rank}-")
     out_dir = config.output_dir if chief else scratch
     records: list[EpochRecord] = []
-    log = EpochLog(out_dir if writes and chief else None)
+    log = EpochLog(config.output_dir if chief else None)
+    epoch_clock = Clock()
 
-    class EpochTimer(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            self.clock = Clock()
+    def start_epoch(epoch: int, logs: Mapping[str, float] | None) -> None:
+        nonlocal epoch_clock
+        epoch_clock = Clock()
 
-        def on_epoch_end(self, epoch, logs=None):
-            record = EpochRecord(epoch, self.clock.seconds(), float(logs["loss"]),
-                                 float(logs["accuracy"]),
-                                 learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
-                                 steps * config.global_batch_size)
-            records.append(record)
-            log.write(record)
+    def end_epoch(epoch: int, logs: Mapping[str, float]) -> None:
+        record = EpochRecord(epoch, epoch_clock.seconds(), float(logs["loss"]),
+                             float(logs["accuracy"]),
+                             learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
+                             steps * config.global_batch_size)
+        records.append(record)
+        log.write(record)
 
-    class AverageMovingStatistics(keras.callbacks.Callback):
+    def average_moving_statistics(epoch: int, logs: Mapping[str, float]) -> None:
         """Keras 3 BatchNorm under MirroredStrategy updates each replica's moving statistics
         on its own (aggregation NONE), so the replicas drift apart; average them each epoch."""
+        for weight in model.non_trainable_weights:
+            copies = getattr(weight.value, "values", None)
+            if copies and len(copies) > 1 and weight.dtype.startswith("float"):
+                mean = tf.add_n([tf.convert_to_tensor(c) for c in copies]) / len(copies)
+                for copy in copies:
+                    copy.assign(mean)
 
-        def on_epoch_end(self, epoch, logs=None):
-            for weight in model.non_trainable_weights:
-                copies = getattr(weight.value, "values", None)
-                if copies and len(copies) > 1 and weight.dtype.startswith("float"):
-                    mean = tf.add_n([tf.convert_to_tensor(c) for c in copies]) / len(copies)
-                    for copy in copies:
-                        copy.assign(mean)
-
-    callbacks = [AverageMovingStatistics(), EpochTimer()] if not legacy else [EpochTimer()]
-    if writes and config.checkpoints:
+    epoch_timer = keras.callbacks.LambdaCallback(on_epoch_begin=start_epoch, on_epoch_end=end_epoch)
+    callbacks = [epoch_timer] if legacy else [
+        keras.callbacks.LambdaCallback(on_epoch_end=average_moving_statistics), epoch_timer]
+    if out_dir is not None and config.checkpoints:
         os.makedirs(os.path.join(out_dir, "checkpoints"), exist_ok=True)
         callbacks.append(keras.callbacks.ModelCheckpoint(
             os.path.join(out_dir, "checkpoints", "epoch-{epoch:03d}.weights.h5"),
             save_weights_only=True))
-    if writes and config.tensorboard:
+    if out_dir is not None and config.tensorboard:
         callbacks.append(keras.callbacks.TensorBoard(os.path.join(out_dir, "tensorboard"),
                                                      histogram_freq=config.histogram_freq))
     setup_s = clock.seconds()
     model.fit(train_data, epochs=config.epochs, steps_per_epoch=steps, callbacks=callbacks,
               verbose=2 if config.verbose else 0)
 
-    test_loss = test_accuracy = None
+    test_loss: float | None = None
+    test_accuracy: float | None = None
     if len(data.x_test):
         test_data = evaluation_dataset(tf, data.x_test, data.y_test,
-                                 batch_size=config.global_batch_size, image_size=image_size)
+                                       batch_size=config.global_batch_size, image_size=image_size)
         if legacy:
             test_data = test_data.with_options(options)
         test_loss, test_accuracy = (float(v) for v in model.evaluate(test_data, verbose=0))
-    if writes and config.save_model:
+    if out_dir is not None and config.save_model:
         model.save(os.path.join(out_dir, "model.keras"))
     digests = _replica_digests(model, strategy) if config.strategy == "mirrored" else ()
     digest = weights_digest(model.get_weights())
@@ -208,17 +214,17 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         rank_digests=digests or (digest,), setup_s=setup_s, data_s=0.0,
         backend="tensorflow (tf_keras)" if legacy else "tensorflow",
         versions=versions("tensorflow", "tf_keras") if legacy else versions("tensorflow"),
-        files=files_under(config.output_dir) if writes and chief else (),
+        files=files_under(config.output_dir) if chief else (),
         devices=tuple(devices), rank=rank)
 
 
-def _replica_digests(model, strategy) -> tuple[str, ...]:
+def _replica_digests(model: KerasModel, strategy: DistributionStrategy) -> tuple[str, ...]:
     """One digest per device: the copy of every mirrored weight that lives on that replica.
 
     Sync-on-read variables (BatchNorm moving statistics) are per replica by design and
     read as their mean; they enter every replica's digest as that mean.
     """
-    per_replica = [[] for _ in range(strategy.num_replicas_in_sync)]
+    per_replica: list[list[np.ndarray]] = [[] for _ in range(strategy.num_replicas_in_sync)]
     for weight in model.weights:
         copies = getattr(weight.value, "values", None)
         if copies is None or len(copies) != len(per_replica):
