@@ -25,13 +25,12 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
 from sklearn.datasets import make_blobs, make_classification, make_regression  # noqa: E402
 
 from accelml.estimators import Estimator  # noqa: E402
@@ -133,7 +132,7 @@ def main() -> int:
             for name in order:
                 est = case.accelml() if name == "accelml" else case.direct()
                 times[name].append(fit_predict(est, X, y))
-        ratios = sorted(a / d - 1 for a, d in zip(times["accelml"], times["direct"]))
+        ratios = sorted(a / d - 1 for a, d in zip(times["accelml"], times["direct"], strict=False))
         quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
         direct_median = statistics.median(times["direct"])
         cost = fixed_cost(case, X[:50], None if y is None else y[:50], 10 if args.quick else 100)

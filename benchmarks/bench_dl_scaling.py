@@ -28,8 +28,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from accelml.dl import TrainingConfig, launch
-    from accelml.errors import AccelmlError
     from accelml.dl.config import training_config_dict
+    from accelml.errors import AccelmlError
     from accelml.spec.load import load_spec
 
     experiment = load_spec(args.spec)

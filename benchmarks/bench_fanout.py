@@ -82,7 +82,7 @@ def measure(workers: int, cases: int, kind: str, seconds: float, shared: str) ->
         by_job.setdefault(result["job"], []).append(result)
     for runs in by_job.values():
         runs.sort(key=lambda result: result["start"])
-        gaps += [later["start"] - earlier["end"] for earlier, later in zip(runs, runs[1:])]
+        gaps += [later["start"] - earlier["end"] for earlier, later in zip(runs, runs[1:], strict=False)]
     wall = finished - submitted
     ideal = startup[-1] + math.ceil(cases / workers) * case_time
     return {

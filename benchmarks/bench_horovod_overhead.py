@@ -2,7 +2,8 @@
 
 Both train the same Keras 3 model on the same generated images with the same per-rank
 batch, on the same number of ranks (``horovodrun --gloo``). The plain loop is the Horovod
-TF2 example: ``hvd.DistributedGradientTape`` (on the tf.Variables under the Keras 3 ones), broadcast after the first step, tf.data
+TF2 example: ``hvd.DistributedGradientTape`` (on the tf.Variables under the Keras 3 ones),
+broadcast after the first step, tf.data
 ``shard -> cache -> shuffle -> batch -> prefetch``. accelml's path adds per-step metric
 accumulation, the warm-up schedule, the per-epoch metric all-reduce and BatchNorm averaging.
 The figure is the median epoch time (first epoch excluded) divided by the steps per epoch.
@@ -28,9 +29,8 @@ sys.path.insert(0, ROOT)
 
 def plain_rank(args) -> None:
     """One rank of the plain loop (run by horovodrun)."""
-    import numpy as np
-    import tensorflow as tf
     import horovod.tensorflow as hvd
+    import tensorflow as tf
 
     hvd.init()
     tf.config.threading.set_intra_op_parallelism_threads(
@@ -59,7 +59,7 @@ def plain_rank(args) -> None:
         tape = hvd.DistributedGradientTape(tape)
         # the tape wants tf.Variables (it calls .ref()); Keras 3 keeps them in .value
         grads = tape.gradient(loss, [v.value for v in model.trainable_variables])
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=False))
         if first:
             hvd.broadcast_variables([v.value for v in model.variables], root_rank=0)
             hvd.broadcast_variables([v.value for v in optimizer.variables], root_rank=0)
@@ -143,7 +143,7 @@ def main() -> None:
             for name, run in runs if round_index % 2 == 0 else runs[::-1]:
                 (plain if name == "plain" else ours).append(per_step_ms(run(args, workers)))
         p, o = statistics.median(plain), statistics.median(ours)
-        detail = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(plain, ours))
+        detail = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(plain, ours, strict=False))
         print(f"{workers:>5} {p:>14.2f} {o:>16.2f} {o / p - 1:>+8.1%}  {detail}", flush=True)
 
 

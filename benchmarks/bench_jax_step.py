@@ -43,7 +43,8 @@ def measure(workers: int, batch: int, variant: str, steps: int, precision: str,
     import jax.numpy as jnp
     import keras
     import numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from accelml.dl.models import build_model
 
@@ -84,10 +85,10 @@ def measure(workers: int, batch: int, variant: str, steps: int, precision: str,
                                  jnp.sum(jnp.argmax(predictions, -1) == labels).astype(
                                      jnp.float32)])
         if variant == "grads+bn+metrics":
-            moving = [v for v, f in zip(non_trainable, floating) if f]
+            moving = [v for v, f in zip(non_trainable, floating, strict=False) if f]
             grads, moving = jax.lax.pmean((grads, moving), "batch")
             moving = iter(moving)
-            non_trainable = [next(moving) if f else v for v, f in zip(non_trainable, floating)]
+            non_trainable = [next(moving) if f else v for v, f in zip(non_trainable, floating, strict=False)]
             step_totals = jax.lax.psum(step_totals, "batch")
         elif variant == "grads":
             grads = jax.lax.pmean(grads, "batch")

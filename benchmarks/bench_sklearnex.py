@@ -103,7 +103,8 @@ def agreement(case: Case, stock, fast, y) -> str:
                 f"R2 diff {r2_score(truth, out_b) - r2_score(truth, out_a):+.2e}")
     if task == "clustering":
         return f"ARI {adjusted_rand_score(out_a, out_b):.4f}"
-    return f"max|diff| explained var ratio {np.max(np.abs(est_a.explained_variance_ratio_ - est_b.explained_variance_ratio_)):.2e}"
+    gap = np.max(np.abs(est_a.explained_variance_ratio_ - est_b.explained_variance_ratio_))
+    return f"max|diff| explained var ratio {gap:.2e}"
 
 
 def main() -> int:
