@@ -15,6 +15,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade "pip==26.3" "setuptools==84.2.1" "wheel==0.48.0" \
   || fail "upgrade pip" "could not install pip/setuptools/wheel from PyPI"
+# PyTorch is pinned to its CPU build (torch==X+cpu, a local version PyPI does not serve, and
+# without the gigabytes of CUDA wheels PyPI's plain torch pulls): pip finds it through its
+# find-links (this image's pip.conf has /opt/wheels) or PyTorch's CPU wheel index.
+torch_pin=$(grep -E '^torch==' "$here/constraints.txt")
 "$venv/bin/python" -m pip install --quiet -c "$here/constraints.txt" -e "$(dirname "$here")[all]" \
-  || fail "install the stack" "pip could not install accelml[all] with make/constraints.txt (see above)"
+  || fail "install the stack" "pip could not install accelml[all] with make/constraints.txt (see above);
+  if it is $torch_pin that cannot be found: pip finds the CPU wheel through a find-links folder
+  holding it (pip config set global.find-links DIR) or PyTorch's CPU index (PIP_EXTRA_INDEX_URL)"
 echo "installed accelml and its pinned stack into $venv"

@@ -16,6 +16,7 @@ def pytest_configure(config):
     for line in (
         "slurm: needs the local one-node SLURM (slurm/local/start.sh); skipped only where it cannot start",
         "horovod: runs real multi-process Horovod (horovodrun --gloo)",
+        "torch_ddp: runs real multi-process torch.distributed (torchrun, gloo)",
         "gpu: needs an NVIDIA GPU; skipped with the reason where there is none",
         "slow: takes more than a few seconds",
     ):

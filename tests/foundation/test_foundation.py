@@ -1,7 +1,9 @@
-"""The foundation works on this machine: the CLI, the backends table and the built Horovod."""
+"""The foundation works on this machine: the CLI, the backends table, the built Horovod (on
+TensorFlow and on PyTorch) and torch.distributed."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -68,5 +70,61 @@ def test_horovodrun_gloo_two_ranks_average_gradients(tmp_path, average):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
     assert [rank["size"] for rank in ranks] == [2, 2]
+    same = ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
+    assert same is average
+
+
+def _run_two_ranks(command, tmp_path):
+    """Run a 2-rank job whose script writes OUT_DIR/rank<R>.json; return the two records."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
+    # Its own session, so that a hung job is killed whole (the launcher and both ranks).
+    job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                           start_new_session=True)
+    try:
+        stdout, stderr = job.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        stdout, stderr = job.communicate()
+        pytest.fail(f"{Path(command[0]).name} did not finish in 300 s:\n{stdout[-3000:]}{stderr[-3000:]}")
+    assert job.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert [rank["rank"] for rank in ranks] == [0, 1]
+    assert [rank["size"] for rank in ranks] == [2, 2]
+    # The plain all-reduce of each rank's number, averaged: (0 + 1) / 2 on both ranks.
+    assert [rank["allreduce_average"] for rank in ranks] == [[0.5] * 3, [0.5] * 3]
+    return ranks
+
+
+@pytest.mark.horovod
+@pytest.mark.parametrize("average", [True, False], ids=["averaged", "not-averaged"])
+def test_horovodrun_gloo_two_ranks_torch_backend_average_gradients(tmp_path, average):
+    """horovod.torch under horovodrun --gloo: a Keras 3 model on the torch backend."""
+    horovodrun = find_launcher("horovodrun")
+    assert horovodrun is not None, "horovodrun not found: make builds Horovod into the venv"
+    command = [horovodrun, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
+               str(HERE / "horovod_torch_average_gradients.py"), str(tmp_path)]
+    if not average:
+        command.append("--no-average")
+    ranks = _run_two_ranks(command, tmp_path)
+    # Both runs broadcast rank 0's initial weights; only the averaged one keeps them in step.
+    assert ranks[0]["initial_weights_sha256"] == ranks[1]["initial_weights_sha256"]
+    same = ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
+    assert same is average
+
+
+@pytest.mark.torch_ddp
+@pytest.mark.parametrize("average", [True, False], ids=["ddp", "no-ddp"])
+def test_torchrun_gloo_two_ranks_ddp_average_gradients(tmp_path, average):
+    """torch.distributed (gloo) under torchrun: a Keras 3 model on the torch backend wrapped in DDP."""
+    torchrun = find_launcher("torchrun")
+    assert torchrun is not None, "torchrun not found: make installs PyTorch into the venv"
+    command = [torchrun, "--standalone", "--nproc-per-node", "2",
+               str(HERE / "torch_ddp_average_gradients.py"), str(tmp_path)]
+    if not average:
+        command.append("--no-average")
+    ranks = _run_two_ranks(command, tmp_path)
+    # DDP broadcasts rank 0's weights when it wraps the model; without it each rank keeps its own.
+    same_start = ranks[0]["initial_weights_sha256"] == ranks[1]["initial_weights_sha256"]
+    assert same_start is average
     same = ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
     assert same is average

@@ -1,0 +1,90 @@
+"""A tiny Keras 3 program on the torch backend, trained data-parallel with torch.distributed (gloo).
+
+First a plain check of the all-reduce: each rank contributes a tensor filled with its rank,
+``all_reduce(SUM) / world_size`` must give the mean of the ranks on every rank. Then each rank
+starts from different weights and sees different data; rank 0's weights are broadcast (DDP
+does it when it wraps the model) and DDP averages the gradients in its buckets during
+``backward()``. Each rank writes the all-reduced value and the SHA-256 of its final weights to
+OUT_DIR/rank<R>.json. With ``--no-average`` the model is not wrapped in DDP (no broadcast, no
+gradient all-reduce), so the ranks must end with different weights (the negative control).
+
+    torchrun --standalone --nproc-per-node 2 torch_ddp_average_gradients.py OUT_DIR
+"""
+
+import gc
+import hashlib
+import json
+import os
+import sys
+
+os.environ["KERAS_BACKEND"] = "torch"
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+
+def main(out_dir: str, average: bool) -> None:
+    dist.init_process_group(backend="gloo")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(1)
+    assert keras.backend.backend() == "torch", keras.backend.backend()
+
+    mine = torch.full((3,), float(rank), dtype=torch.float32)
+    dist.all_reduce(mine, op=dist.ReduceOp.SUM)
+    averaged = mine / size
+    expected = (size - 1) / 2
+    assert torch.allclose(averaged, torch.full((3,), expected)), (averaged, expected)
+
+    keras.utils.set_random_seed(100 + rank)
+    rng = np.random.default_rng(rank)
+    features = torch.from_numpy(rng.normal(size=(64, 8)).astype("float32"))
+    targets = torch.from_numpy(rng.normal(size=(64, 1)).astype("float32"))
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
+    )
+    # A Keras 3 model on the torch backend is a torch.nn.Module: DDP broadcasts its parameters
+    # from rank 0 and all-reduces (averages) their gradients during backward().
+    step_model = DistributedDataParallel(model) if average else model
+    optimizer = keras.optimizers.SGD(learning_rate=0.05, momentum=0.9)
+    optimizer.build(model.trainable_variables)
+    digest_before = weights_sha256(model)
+    for _ in range(5):
+        model.zero_grad()
+        loss = torch.mean(torch.square(step_model(features, training=True) - targets))
+        loss.backward()
+        gradients = [variable.value.grad for variable in model.trainable_variables]
+        with torch.no_grad():
+            optimizer.apply(gradients, model.trainable_variables)
+    record = {
+        "rank": rank,
+        "size": size,
+        "allreduce_average": averaged.tolist(),
+        "initial_weights_sha256": digest_before,
+        "weights_sha256": weights_sha256(model),
+        "loss": float(loss.detach()),
+    }
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
+        json.dump(record, handle)
+    # Tear down in this order. DDP's Reducer holds the process group, and freeing the Reducer
+    # does not release the GIL: were it the last holder, ~ProcessGroupGloo would join gloo's
+    # worker thread while that thread waits for the GIL to free a finished all-reduce's
+    # Python state -- a deadlock after the work is done (seen here about 1 run in 10 on 2
+    # busy cores; pytorch issue 56297). Freed first, the DDP wrapper leaves the group to
+    # destroy_process_group(), which releases the GIL while the group shuts down.
+    del step_model
+    gc.collect()
+    dist.destroy_process_group()
+
+
+def weights_sha256(model: "keras.Model") -> str:
+    digest = hashlib.sha256()
+    for weight in model.get_weights():
+        digest.update(np.ascontiguousarray(weight).tobytes())
+    return digest.hexdigest()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], average="--no-average" not in sys.argv[2:])
