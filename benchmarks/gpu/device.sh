@@ -6,6 +6,7 @@
 #   benchmarks/gpu/device.sh install WHEEL_DIR          # pip --target /tmp/site, no index
 #   benchmarks/gpu/device.sh stash-part FILE            # keep one part of the split xgboost wheel
 #   benchmarks/gpu/device.sh install-xgboost SHA256     # join the parts, check, install
+#   benchmarks/gpu/device.sh horovod-torch WHEEL_DIR    # build Horovod (PyTorch + NCCL) into /tmp/site
 #   benchmarks/gpu/device.sh compare SPEC RESULTS [ARGS...]   # python -m accelml compare on the GPUs
 #   benchmarks/gpu/device.sh pack RESULTS TARBALL       # the results dir as one file
 #
@@ -27,12 +28,15 @@ case "${1:-}" in
     cat "$parts"/xgb.part-* > "$wheel"
     echo "${2:?sha256}  $wheel" | sha256sum -c -
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheel" ;;
+  horovod-torch)
+    bash "$repo/benchmarks/gpu/build-horovod-torch-nccl.sh" "${2:?wheel dir}" "$site" ;;
   compare)
     spec=${2:?spec}; results=${3:?results dir}; shift 3
-    export PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+    export PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" KERAS_BACKEND=jax PYTHONUNBUFFERED=1 \
+      PATH="$site/bin:$PATH" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     cd "$repo" && python3 -m accelml compare "$spec" --results-dir "$results" --no-progress "$@" ;;
   pack)
     tar -czf "${3:?tarball}" -C "$(dirname "${2:?results dir}")" "$(basename "$2")" ;;
   *)
-    sed -n '2,13p' "$0"; exit 2 ;;
+    sed -n '2,14p' "$0"; exit 2 ;;
 esac
