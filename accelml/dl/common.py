@@ -7,7 +7,10 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import socket
 import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -66,10 +69,10 @@ def make_learning_rate(keras, ops, config: TrainingConfig, steps: int):
     return HorovodWarmup()
 
 
-def learning_rate_value(learning_rate, step: int) -> float:
+def learning_rate_value(learning_rate: float | Callable[[int], Any], step: int) -> float:
     """The rate a float-or-schedule gives at optimizer step ``step``."""
     if callable(learning_rate):
-        return float(np.asarray(learning_rate(step)))
+        return float(learning_rate(step))      # a scalar on any engine's device (CUDA too)
     return float(learning_rate)
 
 
@@ -124,3 +127,39 @@ def require_tensorboard(config: TrainingConfig) -> None:
     if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise UnavailableError("tensorboard = true needs the tensorboard package "
                                "(pip install tensorboard)")
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` TCP ports free on this host now (for ranks to meet on).
+
+    >>> len(set(free_ports(2)))
+    2
+    """
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def in_slurm_step(environment: Mapping[str, str] = os.environ) -> bool:
+    """Whether this process is a task of a SLURM job step (started by ``srun``).
+
+    >>> in_slurm_step({"SLURM_STEP_ID": "0", "SLURM_PROCID": "1"}), in_slurm_step({})
+    (True, False)
+    """
+    return bool(environment.get("SLURM_STEP_ID")) and bool(environment.get("SLURM_PROCID"))
+
+
+def slurm_tasks_per_node(environment: Mapping[str, str] = os.environ) -> int:
+    """The most tasks of this job step on one node (``SLURM_STEP_TASKS_PER_NODE``: '2(x3),1').
+
+    >>> slurm_tasks_per_node({"SLURM_STEP_TASKS_PER_NODE": "2(x3),1"})
+    2
+    """
+    layout = (environment.get("SLURM_STEP_TASKS_PER_NODE")
+              or environment.get("SLURM_TASKS_PER_NODE") or "1")
+    return max(int(part.split("(")[0]) for part in layout.split(","))
