@@ -35,7 +35,8 @@ NOT_AVERAGING = '''
 
 
     def connect(config):
-        return dataclasses.replace({collectives}.connect(config), average=lambda tensors: tensors)
+        return dataclasses.replace({collectives}.connect(config), average=lambda tensors: tensors,
+                                   averaging_model=None)
 
 
     def train(config, data):
@@ -111,6 +112,13 @@ def test_torch_ddp_repeats_bitwise_in_deterministic_mode(ddp_run, tmp_path):
     first, config, _ = ddp_run
     again = launch(config.replace(output_dir=str(tmp_path / "out")), workers=2)
     assert again.weights_digest == first.weights_digest
+
+
+@pytest.mark.slurm
+def test_torch_ddp_under_srun_meets_where_the_launcher_said(slurm_available):
+    config = BASE.replace(model="mlp", model_options={}, epochs=2, deterministic=False)
+    result = launch(config, workers=2, launcher="srun")
+    assert len(result.rank_digests) == 2 and result.ranks_agree and result.workers == 2
 
 
 @pytest.mark.parametrize("strategy, record, collectives", [

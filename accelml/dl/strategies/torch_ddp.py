@@ -1,21 +1,19 @@
-"""``torch-ddp``: one process per rank, Keras 3 on PyTorch, ``torch.distributed`` all-reduce.
+"""``torch-ddp``: one process per rank, Keras 3 on PyTorch, ``DistributedDataParallel``.
 
 The loop is :func:`accelml.dl.strategies.torch_loop.train_on_torch` (Horovod's semantics:
 broadcast from rank 0, averaged gradients, exact global metrics, BatchNorm moving averages
 averaged each epoch, rank-0 files). Ranks meet through ``init_process_group``: NCCL on GPUs
 (one GPU per rank, by local rank), gloo on CPUs.
 
-Gradients are averaged in buckets, as ``DistributedDataParallel`` does: after the backward
-pass the gradients are packed into flat buckets of at most :data:`BUCKET_BYTES` (one dtype
-each), every bucket is all-reduced (sum) asynchronously, and once all have arrived each is
-divided by the number of ranks and unpacked. DDP itself is not wrapped around the Keras
-model: Keras on torch keeps its weights as ``torch.nn.Parameter`` objects of its own
-variables, reads and updates them through ``optimizer.apply`` (not ``torch.optim``), and
-keeps BatchNorm moving statistics as parameters rather than buffers, so DDP's gradient hooks
-and buffer broadcasts would have to be second-guessed at each of those places; the buckets
-give the same averaged gradients through the one loop that Horovod's torch path also uses.
-What DDP adds, overlapping the all-reduce with the backward pass, is left out (measured
-on GPUs under issue 15).
+Gradients are averaged by ``DistributedDataParallel`` itself, wrapped around the Keras model
+for the training steps. Keras 3 on torch makes the model a ``torch.nn.Module`` whose
+parameters are its variables' tensors, and ``optimizer.apply`` updates them in place, so DDP
+works on it unchanged: wrapping broadcasts rank 0's parameters, and every backward pass
+all-reduces the gradients in buckets (``bucket_cap_mb``, 25 MB), each started as soon as its
+gradients are ready, overlapping the communication with the rest of the backward pass
+(which an all-reduce after the backward pass, as in Horovod's torch path, cannot). The
+non-trainable weights (BatchNorm moving statistics) are parameters without gradients, which
+DDP leaves alone: the loop averages them at the end of each epoch.
 
 Ranks started as local processes get ``MASTER_ADDR``/``MASTER_PORT``/``RANK``/``WORLD_SIZE``/
 ``LOCAL_RANK``/``LOCAL_WORLD_SIZE`` (:func:`rank_variables`); under ``srun`` each rank reads
@@ -51,48 +49,6 @@ from accelml.probe import Availability, distribution_version, import_or_reason
 if TYPE_CHECKING:
     import torch
 
-BUCKET_BYTES = 25 * 2**20
-"""Most bytes of gradients in one all-reduce (DistributedDataParallel's ``bucket_cap_mb``)."""
-
-
-def buckets(tensors: list[torch.Tensor], limit: int = BUCKET_BYTES) -> list[list[int]]:
-    """Indices of ``tensors`` grouped into buckets of one dtype and device and at most ``limit``
-    bytes (a larger tensor gets a bucket of its own), in order.
-
-    >>> import torch
-    >>> buckets([torch.zeros(4), torch.zeros(4), torch.zeros(2, dtype=torch.int64),
-    ...          torch.zeros(8)], limit=32)
-    [[0, 1], [3], [2]]
-    """
-    groups: dict[tuple[Any, Any], list[list[int]]] = {}
-    filled: dict[tuple[Any, Any], int] = {}
-    for index, tensor in enumerate(tensors):
-        key = (tensor.dtype, tensor.device)
-        size = tensor.numel() * tensor.element_size()
-        group = groups.setdefault(key, [[]])
-        if group[-1] and filled[key] + size > limit:
-            group.append([])
-            filled[key] = 0
-        group[-1].append(index)
-        filled[key] = filled.get(key, 0) + size
-    return [bucket for group in groups.values() for bucket in group if bucket]
-
-
-def _bucketed(torch_module: Any, reduce: Any, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``tensors`` packed into buckets, ``reduce(flat)`` started on each (returning its pending
-    work), waited for, and unpacked into new tensors."""
-    packed = [(bucket, torch_module.cat([tensors[i].reshape(-1) for i in bucket]))
-              for bucket in buckets(tensors)]
-    pending = [reduce(flat) for _, flat in packed]
-    for work in pending:
-        work.wait()
-    result = list(tensors)
-    for bucket, flat in packed:
-        pieces = torch_module.split(flat, [tensors[i].numel() for i in bucket])
-        for index, piece in zip(bucket, pieces, strict=True):
-            result[index] = piece.view_as(tensors[index])
-    return result
-
 
 def rank_layout(environment: Mapping[str, str] = os.environ) -> tuple[int, int, int, int]:
     """(rank, size, local rank, ranks on this host): torch's variables, else SLURM's (a task
@@ -126,27 +82,28 @@ def connect(config: TrainingConfig) -> Collectives:
                             rank=rank, world_size=size,
                             timeout=datetime.timedelta(seconds=config.time_limit_s))
 
-    def all_reduce(flat: torch.Tensor) -> Any:
-        return dist.all_reduce(flat, op=dist.ReduceOp.SUM, async_op=True)
-
     def average(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-        summed = _bucketed(torch, all_reduce, tensors)
+        summed = [tensor.clone() for tensor in tensors]
+        for work in [dist.all_reduce(tensor, async_op=True) for tensor in summed]:
+            work.wait()
         return [tensor.div_(size) for tensor in summed]
 
     def total(tensor: torch.Tensor) -> torch.Tensor:
         summed = tensor.clone()
-        dist.all_reduce(summed, op=dist.ReduceOp.SUM)
+        dist.all_reduce(summed)
         return summed
 
     def broadcast(tensors: list[torch.Tensor]) -> None:
-        received = _bucketed(torch, lambda flat: dist.broadcast(flat, src=0, async_op=True),
-                             tensors)
-        with torch.no_grad():
-            for tensor, value in zip(tensors, received, strict=True):
-                tensor.copy_(value)
+        for work in [dist.broadcast(tensor, src=0, async_op=True) for tensor in tensors]:
+            work.wait()
+
+    def averaging_model(model: Any) -> Any:
+        return torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[torch.cuda.current_device()] if on_gpu else None)
 
     return Collectives(rank, size, local_rank, local_size, average=average, total=total,
-                       broadcast=broadcast, library="torch", close=dist.destroy_process_group)
+                       broadcast=broadcast, library="torch", close=dist.destroy_process_group,
+                       averaging_model=averaging_model)
 
 
 def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
@@ -200,15 +157,16 @@ def probe() -> Availability:
 
 STRATEGY = Strategy(
     name="torch-ddp",
-    doc="one process per rank, Keras 3 on PyTorch, gradients averaged by torch.distributed "
-        "all-reduce in buckets (NCCL on GPUs, gloo on CPUs)",
+    doc="one process per rank, Keras 3 on PyTorch, gradients averaged by "
+        "DistributedDataParallel (NCCL on GPUs, gloo on CPUs)",
     keras_backends=("torch",),
     train=train,
     probe=probe,
     determinism=Determinism(
-        Expectation(True, "seeds, torch's deterministic algorithms and a fixed bucket layout: "
-                          "every all-reduce sums the same buckets in rank order, so runs "
-                          "repeat bitwise"),
+        Expectation(True, "seeds, torch's deterministic algorithms, and DDP's buckets laid out "
+                          "by parameter order and the first step's gradient order, which is "
+                          "the same in every run: every all-reduce sums the same buckets, "
+                          "so runs repeat bitwise"),
         environment=torch_deterministic_environment,
         notes=("torch.use_deterministic_algorithms is on: some CUDA kernels are slower",)),
     libraries=("keras", "torch"),

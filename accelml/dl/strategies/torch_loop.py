@@ -8,7 +8,9 @@ semantics of the ``horovod`` TensorFlow loop:
 
 - initial weights and optimizer state broadcast from rank 0;
 - each step: ``model(x, training=True)`` under autograd, ``loss.backward()``, the gradients
-  ``v.value.grad`` averaged across ranks (``collectives.average``), ``optimizer.apply``;
+  ``v.value.grad`` averaged across ranks (after the backward pass by ``collectives.average``,
+  or during it where the library wraps the model, as DistributedDataParallel does),
+  ``optimizer.apply``;
 - learning rate scaled and warmed up by :func:`accelml.dl.common.make_learning_rate`;
 - epoch and test loss/accuracy summed over every rank's samples (exact global metrics);
   BatchNorm runs per rank and its moving averages are averaged at the end of each epoch;
@@ -71,6 +73,10 @@ class Collectives:
     same order); ``total(tensor)``: the element-wise sum over all ranks; ``broadcast(tensors)``:
     rank 0's values copied into every rank's tensors, in place; ``close()``: leave the run.
     ``library``: the distribution doing it, recorded with the result's versions.
+    ``averaging_model(model)``: the Keras model (a ``torch.nn.Module``) wrapped so that its
+    backward pass averages the gradients across ranks (``DistributedDataParallel``), used for
+    training steps; None: the step averages the gradients after the backward pass, with
+    ``average``.
     """
 
     rank: int
@@ -82,6 +88,7 @@ class Collectives:
     broadcast: Callable[[list[torch.Tensor]], None]
     library: str
     close: Callable[[], None] = field(default=_nothing_to_close)
+    averaging_model: Callable[[Any], Callable[..., torch.Tensor]] | None = None
 
 
 Connect = Callable[[TrainingConfig], Collectives]
@@ -89,11 +96,15 @@ Connect = Callable[[TrainingConfig], Collectives]
 they talk; a strategy's own (``horovod.torch``, ``torch.distributed``)."""
 
 
-def hide_gpus_unless_used(config: TrainingConfig) -> None:
-    """Before torch loads: a CPU run sees no GPU, and deterministic mode gets cuBLAS's fixed
-    workspace (read when CUDA starts)."""
+def prepare_torch_environment(config: TrainingConfig) -> None:
+    """Before torch loads: a CPU run sees no GPU and its OpenMP threads sleep rather than spin
+    while they wait (``OMP_WAIT_POLICY=PASSIVE`` unless set: on a host whose cores are busy
+    with other work, spinning made an mlp step on digits with 2 threads 50-100x slower,
+    80-180 ms against 1.6 ms); deterministic mode gets cuBLAS's fixed workspace (read when
+    CUDA starts)."""
     if config.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if config.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_DETERMINISTIC_WORKSPACE)
 
@@ -154,7 +165,7 @@ def train_on_torch(config: TrainingConfig, data: ImageData, connect: Connect) ->
     if config.cache == "disk":
         raise SpecError("training cache = 'disk' is a tf.data cache; Keras on torch keeps "
                         "each rank's shard in device memory (use cache = 'memory')")
-    hide_gpus_unless_used(config)
+    prepare_torch_environment(config)
     try:
         import torch
     except ImportError as error:
@@ -206,17 +217,21 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         return torch.stack([loss.detach().float() * count, hits,
                             torch.tensor(count, device=hits.device)])
 
+    averaging = collectives.averaging_model
+    forward = model if averaging is None else averaging(model)
+
     def train_step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         for variable in trainable:
             variable.value.grad = None
-        predictions = model(images, training=True)
+        predictions = forward(images, training=True)
         loss = loss_fn(labels, predictions)
         if model.losses:
             loss = loss + sum(model.losses)
         optimizer.scale_loss(loss).backward()
         gradients = [v.value.grad if v.value.grad is not None else torch.zeros_like(v.value)
                      for v in trainable]
-        gradients = collectives.average(gradients)
+        if averaging is None:
+            gradients = collectives.average(gradients)
         with torch.no_grad():
             optimizer.apply(gradients, trainable)
             return measured(predictions, labels, loss)
