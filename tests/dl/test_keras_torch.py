@@ -103,6 +103,18 @@ def test_only_rank_zero_writes_files(two_ranks):
     assert rank1["ok"] and rank1["result"]["files"] == [] and result.files
 
 
+def test_backends_show_the_torch_engine_and_each_horovod_binding(horovod_torch_ready):
+    from accelml.dl.strategies import strategy_availability
+
+    rows = {row.name: row for row in strategy_availability()}
+    assert rows["torch"].available and rows["torch"].summary == "PyTorch, an engine of Keras"
+    assert rows["strategy torch-ddp"].available
+    assert rows["strategy torch-ddp"].detail.startswith("backends: gloo")
+    horovod = rows["strategy horovod"]
+    assert horovod.available and "tensorflow: built with gloo" in horovod.detail
+    assert "torch: built with gloo" in horovod.detail
+
+
 def test_horovod_on_torch_writes_its_timeline(horovod_run):
     _, _, root = horovod_run
     assert "allreduce" in (root / "timeline.json").read_text().lower()
