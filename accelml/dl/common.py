@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from accelml.dl.config import EpochRecord, TrainingConfig
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.dl.data import ImageData
 from accelml.errors import UnavailableError
 
 
@@ -103,6 +104,44 @@ class EpochLog:
                 csv.writer(handle).writerow([record.epoch, record.seconds, record.loss,
                                              record.accuracy, record.learning_rate,
                                              record.images])
+
+
+def end_epoch(config: TrainingConfig, record: EpochRecord, model: Any, log: EpochLog, *,
+              rank: int, output_dir: str | None) -> None:
+    """What a rank-per-process loop does as an epoch ends, besides TensorBoard: where it
+    writes (``output_dir``: rank 0's, else None), the checkpoint and the CSV row; on rank 0
+    with ``verbose``, a progress line."""
+    if output_dir:
+        if config.checkpoints:
+            directory = os.path.join(output_dir, "checkpoints")
+            os.makedirs(directory, exist_ok=True)
+            model.save_weights(os.path.join(directory,
+                                            f"epoch-{record.epoch + 1:03d}.weights.h5"))
+        log.write(record)
+    if config.verbose and rank == 0:
+        print(f"epoch {record.epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
+              f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
+
+
+def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: int, size: int,
+                steps: int, epochs: tuple[EpochRecord, ...], test_loss: float | None,
+                test_accuracy: float | None, setup_s: float, backend: str,
+                libraries: tuple[str, ...], output_dir: str | None,
+                devices: tuple[str, ...]) -> TrainingResult:
+    """One rank's result of a rank-per-process loop, with the digest of its final weights;
+    where it writes (``output_dir``), the final model is saved first (``save_model``)."""
+    if output_dir and config.save_model:
+        model.save(os.path.join(output_dir, "model.keras"))
+    digest = weights_digest(model.get_weights())
+    return TrainingResult(
+        strategy=config.strategy, model=config.model, dataset=data.name, workers=size,
+        batch_per_worker=config.batch_size, global_batch=config.batch_size * size,
+        learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
+        train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
+        epochs=epochs, test_loss=test_loss, test_accuracy=test_accuracy,
+        weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
+        backend=backend, versions=versions(*libraries), files=files_under(output_dir),
+        devices=devices, rank=rank)
 
 
 def files_under(directory: str | None) -> tuple[str, ...]:

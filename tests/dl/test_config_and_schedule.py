@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from accelml.dl.config import (TrainingConfig, TrainingResult, EpochRecord, scaled_learning_rate,
-                               warmup_learning_rate)
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult, scaled_learning_rate, warmup_learning_rate
 from accelml.errors import SpecError
 
 

@@ -9,14 +9,14 @@ a strategy, so that they run through the very same launcher, loop and digest che
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
-from accelml.dl import TrainingConfig, launch, warmup_learning_rate
+from accelml.dl import TrainingConfig, launch
 from accelml.errors import AccelmlError
+from tests.dl.checks import assert_learning_rates_follow_warmup, assert_only_rank_zero_wrote
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
 
@@ -82,25 +82,11 @@ def test_both_ranks_end_with_identical_weights(two_ranks):
 
 def test_recorded_learning_rates_follow_the_warmup_formula(two_ranks):
     result, config, _ = two_ranks
-    steps = result.steps_per_epoch
-    for record in result.epochs:
-        expected = warmup_learning_rate(result.learning_rate, 2, config.warmup_epochs,
-                                        record.epoch, steps - 1, steps)
-        assert record.learning_rate == pytest.approx(expected, rel=1e-6)
-    assert result.epochs[0].learning_rate < result.epochs[-1].learning_rate
+    assert_learning_rates_follow_warmup(result, config)
 
 
 def test_only_rank_zero_writes_files(two_ranks):
-    result, config, root = two_ranks
-    out = root / "out"
-    checkpoints = sorted(p.name for p in (out / "checkpoints").iterdir())
-    assert checkpoints == [f"epoch-{e:03d}.weights.h5" for e in range(1, config.epochs + 1)]
-    assert len(list((out / "tensorboard").rglob("events.out.tfevents.*"))) == 1
-    rows = (out / "training_log.csv").read_text().strip().splitlines()
-    assert len(rows) == 1 + config.epochs
-    assert (out / "model.keras").exists()
-    rank1 = json.loads((root / "work" / "ranks" / "rank-1.json").read_text())
-    assert rank1["ok"] and rank1["result"]["files"] == [] and result.files
+    assert_only_rank_zero_wrote(*two_ranks)
 
 
 def test_backends_show_the_torch_engine_and_each_horovod_binding(horovod_torch_ready):

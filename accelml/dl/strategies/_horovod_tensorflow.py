@@ -9,18 +9,18 @@ the tutorials' callbacks did; :mod:`accelml.dl.strategies.horovod` lists the sem
 from __future__ import annotations
 
 import os
+from types import ModuleType
 from typing import Any
 
 from accelml.dl.common import (
     Clock,
     EpochLog,
-    files_under,
+    end_epoch,
     learning_rate_value,
     make_learning_rate,
     make_optimizer,
+    rank_result,
     require_tensorboard,
-    versions,
-    weights_digest,
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -76,8 +76,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     averaged_state = [v for v in model.non_trainable_weights if v.dtype.startswith("float")]
     scales_loss = hasattr(optimizer, "scale_loss")
 
-    @tf.function
-    def train_step(images: Any, labels: Any) -> Any:
+    def step(images: Any, labels: Any) -> Any:
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
@@ -92,11 +91,12 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         count = tf.cast(tf.shape(labels)[0], tf.float32)
         return tf.stack([loss * count, tf.reduce_sum(tf.cast(hits, tf.float32)), count])
 
-    @tf.function
-    def average_state() -> None:
+    def average_moving_statistics() -> None:
         averaged = hvd.grouped_allreduce([v.value for v in averaged_state], op=hvd.Average)
         for variable, value in zip(averaged_state, averaged, strict=True):
             variable.assign(value)
+
+    train_step, average_state = tf.function(step), tf.function(average_moving_statistics)
 
     output_dir = config.output_dir if rank == 0 else None      # rank 0 writes every file
     log = EpochLog(output_dir)
@@ -118,12 +118,9 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
                              learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
                              int(totals[2]))
         epochs.append(record)
-        if output_dir:
-            _write_epoch(tf, output_dir, config, model, summaries, record)
-            log.write(record)
-        if config.verbose and rank == 0:
-            print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
-                  f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
+        end_epoch(config, record, model, log, rank=rank, output_dir=output_dir)
+        if summaries is not None:
+            _write_summaries(tf, summaries, config, model, record)
 
     test_loss = test_accuracy = None
     if len(data.x_test):
@@ -138,33 +135,20 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
                                 tf.reduce_sum(tf.cast(hits, tf.float32)), count])
         totals = hvd.allreduce(totals, op=hvd.Sum).numpy()
         test_loss, test_accuracy = float(totals[0] / totals[2]), float(totals[1] / totals[2])
-    if output_dir and config.save_model:
-        model.save(os.path.join(output_dir, "model.keras"))
-    digest = weights_digest(model.get_weights())
-    return TrainingResult(
-        strategy=config.strategy, model=config.model, dataset=data.name, workers=size,
-        batch_per_worker=config.batch_size, global_batch=config.batch_size * size,
-        learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
-        train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
-        epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
-        weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
-        backend="tensorflow", versions=versions("tensorflow", "horovod"),
-        files=files_under(output_dir), devices=tuple(devices),
-        rank=rank)
+    return rank_result(config, data, model, rank=rank, size=size, steps=steps,
+                       epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
+                       setup_s=setup_s, backend="tensorflow",
+                       libraries=("tensorflow", "horovod"), output_dir=output_dir,
+                       devices=tuple(devices))
 
 
-def _write_epoch(tf: Any, output_dir: str, config: TrainingConfig, model: Any, summaries: Any,
-                 record: EpochRecord) -> None:
-    if config.checkpoints:
-        directory = os.path.join(output_dir, "checkpoints")
-        os.makedirs(directory, exist_ok=True)
-        model.save_weights(os.path.join(directory, f"epoch-{record.epoch + 1:03d}.weights.h5"))
-    if summaries is not None:
-        with summaries.as_default(step=record.epoch):
-            tf.summary.scalar("epoch_loss", record.loss)
-            tf.summary.scalar("epoch_accuracy", record.accuracy)
-            tf.summary.scalar("learning_rate", record.learning_rate)
-            if config.histogram_freq and record.epoch % config.histogram_freq == 0:
-                for weight in model.weights:
-                    tf.summary.histogram(weight.path, weight.value)
-        summaries.flush()
+def _write_summaries(tf: ModuleType, summaries: Any, config: TrainingConfig, model: Any,
+                     record: EpochRecord) -> None:
+    with summaries.as_default(step=record.epoch):
+        tf.summary.scalar("epoch_loss", record.loss)
+        tf.summary.scalar("epoch_accuracy", record.accuracy)
+        tf.summary.scalar("learning_rate", record.learning_rate)
+        if config.histogram_freq and record.epoch % config.histogram_freq == 0:
+            for weight in model.weights:
+                tf.summary.histogram(weight.path, weight.value)
+    summaries.flush()

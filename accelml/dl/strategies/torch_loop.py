@@ -42,13 +42,12 @@ import numpy as np
 from accelml.dl.common import (
     Clock,
     EpochLog,
-    files_under,
+    end_epoch,
     learning_rate_value,
     make_learning_rate,
     make_optimizer,
+    rank_result,
     require_tensorboard,
-    versions,
-    weights_digest,
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -258,12 +257,9 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
                              learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
                              int(count))
         epochs.append(record)
-        if output_dir:
-            _write_epoch(output_dir, config, model, summaries, record)
-            log.write(record)
-        if config.verbose and rank == 0:
-            print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
-                  f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
+        end_epoch(config, record, model, log, rank=rank, output_dir=output_dir)
+        if summaries is not None:
+            _write_summaries(summaries, config, model, record)
     if summaries is not None:
         summaries.close()
 
@@ -278,18 +274,11 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
                 totals += measured(predictions, labels, loss_fn(labels, predictions))
         loss_sum, hits, count = collectives.total(totals).tolist()
         test_loss, test_accuracy = loss_sum / count, hits / count
-    if output_dir and config.save_model:
-        model.save(os.path.join(output_dir, "model.keras"))
-    digest = weights_digest(model.get_weights())
-    return TrainingResult(
-        strategy=config.strategy, model=config.model, dataset=data.name, workers=size,
-        batch_per_worker=config.batch_size, global_batch=config.batch_size * size,
-        learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
-        train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
-        epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
-        weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
-        backend="torch", versions=versions("torch", collectives.library),
-        files=files_under(output_dir), devices=(device,), rank=rank)
+    return rank_result(config, data, model, rank=rank, size=size, steps=steps,
+                       epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
+                       setup_s=setup_s, backend="torch",
+                       libraries=("torch", collectives.library), output_dir=output_dir,
+                       devices=(device,))
 
 
 def _summary_writer(output_dir: str) -> Any:
@@ -300,17 +289,12 @@ def _summary_writer(output_dir: str) -> Any:
     return SummaryWriter(os.path.join(output_dir, "tensorboard"))
 
 
-def _write_epoch(output_dir: str, config: TrainingConfig, model: Any, summaries: Any,
-                 record: EpochRecord) -> None:
-    if config.checkpoints:
-        directory = os.path.join(output_dir, "checkpoints")
-        os.makedirs(directory, exist_ok=True)
-        model.save_weights(os.path.join(directory, f"epoch-{record.epoch + 1:03d}.weights.h5"))
-    if summaries is not None:
-        summaries.add_scalar("epoch_loss", record.loss, record.epoch)
-        summaries.add_scalar("epoch_accuracy", record.accuracy, record.epoch)
-        summaries.add_scalar("learning_rate", record.learning_rate, record.epoch)
-        if config.histogram_freq and record.epoch % config.histogram_freq == 0:
-            for weight in model.weights:
-                summaries.add_histogram(weight.path, np.asarray(weight.numpy()), record.epoch)
-        summaries.flush()
+def _write_summaries(summaries: Any, config: TrainingConfig, model: Any,
+                     record: EpochRecord) -> None:
+    summaries.add_scalar("epoch_loss", record.loss, record.epoch)
+    summaries.add_scalar("epoch_accuracy", record.accuracy, record.epoch)
+    summaries.add_scalar("learning_rate", record.learning_rate, record.epoch)
+    if config.histogram_freq and record.epoch % config.histogram_freq == 0:
+        for weight in model.weights:
+            summaries.add_histogram(weight.path, np.asarray(weight.numpy()), record.epoch)
+    summaries.flush()
