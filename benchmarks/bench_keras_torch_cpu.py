@@ -7,7 +7,7 @@ what one step costs every rank, all-reduce included. A path that cannot run here
 
     .venv/bin/python benchmarks/bench_keras_torch_cpu.py --workers 1 2
     .venv/bin/python benchmarks/bench_keras_torch_cpu.py --model mnist_cnn --dataset generated \\
-        --image-size 28
+        --image-size 28 --learning-rate 0.01
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image-size", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--learning-rate", type=float, default=0.05)
     args = parser.parse_args(argv)
     print(f"{'strategy':<10} {'engine':<11} {'workers':>7} {'ms/step':>8} {'img/s':>8} "
           f"{'steps':>5} {'test acc':>8}")
@@ -42,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
             config = TrainingConfig(model=args.model, dataset=args.dataset, strategy=strategy,
                                     keras_backend=engine, workers=workers,
                                     batch_size=args.batch_size, epochs=args.epochs,
-                                    image_size=args.image_size, learning_rate=0.05, seed=0,
+                                    image_size=args.image_size,
+                                    learning_rate=args.learning_rate, seed=0,
                                     time_limit_s=600)
             try:
                 result = launch(config)
