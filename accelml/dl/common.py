@@ -7,11 +7,15 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import socket
 import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from accelml.dl.config import EpochRecord, TrainingConfig
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.dl.data import ImageData
 from accelml.errors import UnavailableError
 
 
@@ -66,10 +70,10 @@ def make_learning_rate(keras, ops, config: TrainingConfig, steps: int):
     return HorovodWarmup()
 
 
-def learning_rate_value(learning_rate, step: int) -> float:
+def learning_rate_value(learning_rate: float | Callable[[int], Any], step: int) -> float:
     """The rate a float-or-schedule gives at optimizer step ``step``."""
     if callable(learning_rate):
-        return float(np.asarray(learning_rate(step)))
+        return float(learning_rate(step))      # a scalar on any engine's device (CUDA too)
     return float(learning_rate)
 
 
@@ -102,6 +106,44 @@ class EpochLog:
                                              record.images])
 
 
+def end_epoch(config: TrainingConfig, record: EpochRecord, model: Any, log: EpochLog, *,
+              rank: int, output_dir: str | None) -> None:
+    """What a rank-per-process loop does as an epoch ends, besides TensorBoard: where it
+    writes (``output_dir``: rank 0's, else None), the checkpoint and the CSV row; on rank 0
+    with ``verbose``, a progress line."""
+    if output_dir:
+        if config.checkpoints:
+            directory = os.path.join(output_dir, "checkpoints")
+            os.makedirs(directory, exist_ok=True)
+            model.save_weights(os.path.join(directory,
+                                            f"epoch-{record.epoch + 1:03d}.weights.h5"))
+        log.write(record)
+    if config.verbose and rank == 0:
+        print(f"epoch {record.epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
+              f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
+
+
+def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: int, size: int,
+                steps: int, epochs: tuple[EpochRecord, ...], test_loss: float | None,
+                test_accuracy: float | None, setup_s: float, backend: str,
+                libraries: tuple[str, ...], output_dir: str | None,
+                devices: tuple[str, ...]) -> TrainingResult:
+    """One rank's result of a rank-per-process loop, with the digest of its final weights;
+    where it writes (``output_dir``), the final model is saved first (``save_model``)."""
+    if output_dir and config.save_model:
+        model.save(os.path.join(output_dir, "model.keras"))
+    digest = weights_digest(model.get_weights())
+    return TrainingResult(
+        strategy=config.strategy, model=config.model, dataset=data.name, workers=size,
+        batch_per_worker=config.batch_size, global_batch=config.batch_size * size,
+        learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
+        train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
+        epochs=epochs, test_loss=test_loss, test_accuracy=test_accuracy,
+        weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
+        backend=backend, versions=versions(*libraries), files=files_under(output_dir),
+        devices=devices, rank=rank)
+
+
 def files_under(directory: str | None) -> tuple[str, ...]:
     if not directory or not os.path.isdir(directory):
         return ()
@@ -124,3 +166,39 @@ def require_tensorboard(config: TrainingConfig) -> None:
     if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise UnavailableError("tensorboard = true needs the tensorboard package "
                                "(pip install tensorboard)")
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` TCP ports free on this host now (for ranks to meet on).
+
+    >>> len(set(free_ports(2)))
+    2
+    """
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def in_slurm_step(environment: Mapping[str, str] = os.environ) -> bool:
+    """Whether this process is a task of a SLURM job step (started by ``srun``).
+
+    >>> in_slurm_step({"SLURM_STEP_ID": "0", "SLURM_PROCID": "1"}), in_slurm_step({})
+    (True, False)
+    """
+    return bool(environment.get("SLURM_STEP_ID")) and bool(environment.get("SLURM_PROCID"))
+
+
+def slurm_tasks_per_node(environment: Mapping[str, str] = os.environ) -> int:
+    """The most tasks of this job step on one node (``SLURM_STEP_TASKS_PER_NODE``: '2(x3),1').
+
+    >>> slurm_tasks_per_node({"SLURM_STEP_TASKS_PER_NODE": "2(x3),1"})
+    2
+    """
+    layout = (environment.get("SLURM_STEP_TASKS_PER_NODE")
+              or environment.get("SLURM_TASKS_PER_NODE") or "1")
+    return max(int(part.split("(")[0]) for part in layout.split(","))

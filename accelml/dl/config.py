@@ -73,7 +73,8 @@ class TrainingConfig:
     """One data-parallel training run. ``batch_size`` is per worker; see ``global_batch_size``.
 
     ``strategy`` names a :class:`~accelml.dl.strategies.Strategy` record (default: the one
-    marked default); ``workers`` is the number of its ranks (a multi-process strategy) or
+    marked default); ``keras_backend`` picks the Keras engine among those the strategy runs
+    on (None: its first; see :attr:`engine`); ``workers`` is the number of its ranks (a multi-process strategy) or
     devices (a single-process one). ``learning_rate`` is the rate for one worker; it is scaled
     by ``lr_scaling`` and warmed up over ``warmup_epochs`` (0 turns warm-up off).
     ``train_samples`` / ``test_samples`` cut the data set (None: all of it);
@@ -88,6 +89,7 @@ class TrainingConfig:
     model: str = "mnist_cnn"
     dataset: str = "digits"
     strategy: str = field(default_factory=lambda: default_strategy().name)
+    keras_backend: str | None = None
     workers: int = 1
     batch_size: int = 32
     epochs: int = 3
@@ -136,6 +138,7 @@ class TrainingConfig:
         for key in ("workers", "batch_size", "epochs"):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise bad(key, "an integer >= 1")
+        strategy.keras_engine(self.keras_backend)
         if self.launcher is not None and self.launcher not in LAUNCHERS:
             raise bad("launcher", "one of " + ", ".join(LAUNCHERS))
         if strategy.max_workers is not None and self.workers > strategy.max_workers:
@@ -168,8 +171,13 @@ class TrainingConfig:
         return self.strategy_record.multi_process
 
     @property
-    def keras_backend(self) -> str:
-        return self.strategy_record.keras_backend
+    def engine(self) -> str:
+        """The Keras engine this run trains on: ``keras_backend``, or the strategy's default.
+
+        >>> TrainingConfig(strategy="horovod").engine
+        'tensorflow'
+        """
+        return self.strategy_record.keras_engine(self.keras_backend)
 
     def learning_rate_at(self, epoch: int, batch: int, steps_per_epoch: int) -> float:
         return warmup_learning_rate(self.scaled_learning_rate, self.workers, self.warmup_epochs,

@@ -26,12 +26,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from accelml.dl.common import free_ports
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Strategy
 from accelml.errors import AccelmlError, SpecError, UnavailableError
@@ -53,17 +53,6 @@ def default_launcher(strategy: Strategy, workers: int = 2) -> str:
     return strategy.default_launcher
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("localhost", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def rank_environment(config: TrainingConfig) -> dict[str, str]:
     """Variables every rank needs: its Keras backend, and what its strategy asks for
     (variables read before import, Horovod knobs, XLA host devices).
@@ -74,7 +63,7 @@ def rank_environment(config: TrainingConfig) -> dict[str, str]:
     ('tensorflow', '33554432')
     """
     strategy = config.strategy_record
-    env = {"KERAS_BACKEND": strategy.keras_backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {"KERAS_BACKEND": config.engine, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.update(strategy.environment_before_import)
     env.update(strategy.rank_environment(config))
     return env
@@ -108,7 +97,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         return [([tool, f"--ntasks={n}", "--kill-on-bad-exit=1"] + mpi + worker, env)]
     if strategy.local_process_environment is None:
         return [(worker, {**env, RANK_VARIABLE: "0"})]
-    addresses = tuple(f"localhost:{port}" for port in _free_ports(n))
+    addresses = tuple(f"localhost:{port}" for port in free_ports(n))
     return [(worker, {**env, RANK_VARIABLE: str(rank),
                       **strategy.local_process_environment(rank, addresses)})
             for rank in range(n)]

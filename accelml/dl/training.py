@@ -16,11 +16,11 @@ def _prepare_environment(config: TrainingConfig) -> None:
     if (config.checkpoints or config.tensorboard or config.save_model) and not config.output_dir:
         raise SpecError("training checkpoints, tensorboard and save_model need output_dir")
     strategy = config.strategy_record
-    wanted = strategy.keras_backend
+    wanted = config.engine
     if "keras" in sys.modules:
         have = sys.modules["keras"].backend.backend()
         if have != wanted:
-            raise AccelmlError(f"strategy {config.strategy!r} needs Keras on {wanted}, but this "
+            raise AccelmlError(f"this {config.strategy!r} run needs Keras on {wanted}, but this "
                                f"process already runs Keras on {have}; use accelml.dl.launch()")
     else:
         os.environ["KERAS_BACKEND"] = wanted

@@ -1,4 +1,5 @@
-"""The ``keras`` backend: neural networks trained by :mod:`accelml.dl` (Horovod, tf.distribute, JAX).
+"""The ``keras`` backend: neural networks trained by :mod:`accelml.dl` (Horovod, tf.distribute,
+JAX, torch.distributed).
 
 Keras cases are not scikit-learn estimators: their "algorithm" is a model from
 :data:`accelml.dl.models.MODELS` and the runner measures them through
@@ -65,7 +66,7 @@ def repeat_expectation(case: CaseLike, deterministic: bool) -> Expectation:
 BACKEND = Backend(
     name="keras",
     summary="Keras 3 models trained data-parallel by accelml.dl's strategies (tf.distribute, "
-            "Horovod, JAX, and any installed as plug-ins)",
+            "Horovod, JAX, torch.distributed, and any installed as plug-ins)",
     devices=("cpu", "cuda"),
     probe=probe_keras_backend,
     repeat_expectation=repeat_expectation,
@@ -76,8 +77,8 @@ BACKEND = Backend(
     measurer="accelml.runner.hooks:measure_keras",
     implementations={},
     how_to_get={
-        "cpu": "pip install keras tensorflow (or jax); Horovod: make/build-horovod.sh",
-        "cuda": "a GPU node with tensorflow[and-cuda] or jax[cuda12]",
+        "cpu": "pip install keras tensorflow (or jax, or torch); Horovod: make/build-horovod.sh",
+        "cuda": "a GPU node with tensorflow[and-cuda], jax[cuda12] or torch (CUDA wheels)",
     },
     missing={name: ("backend 'keras' trains neural networks (accelml.dl models such as "
                     "mnist_cnn or resnet50v2), not " + name)

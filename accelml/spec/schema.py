@@ -89,7 +89,8 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "batch_size": ((int,), "an integer >= 1 (per worker; global batch = batch_size x workers)"),
     "learning_rate": _FLOAT,
     "lr_scaling": ((str,), "'linear', 'sqrt' or 'none'"),
+    "keras_backend": ((str,), "a Keras engine the strategy runs on ('tensorflow', 'jax', 'torch')"),
 }
 """Keys of one ``[[cases]]`` table. Grid keys (algorithm ... dataset) take one value or a list."""
 
-DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling")
+DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling", "keras_backend")

@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from accelml.dl.config import (TrainingConfig, TrainingResult, EpochRecord, scaled_learning_rate,
-                               warmup_learning_rate)
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult, scaled_learning_rate, warmup_learning_rate
 from accelml.errors import SpecError
 
 
@@ -72,6 +71,12 @@ def test_keras_schedule_equals_formula_at_every_step():
     ({"strategy": "single", "workers": 2}, "1 for strategy 'single'"),
     ({"lr_scaling": "cubic"}, "lr_scaling must be one of"),
     ({"cache": "disk"}, "needs cache_dir"),
+    ({"strategy": "single", "keras_backend": "torch"},
+     "keras_backend must be one of tensorflow for strategy 'single', not 'torch'"),
+    ({"strategy": "torch-ddp", "keras_backend": "tensorflow"},
+     "keras_backend must be one of torch for strategy 'torch-ddp'"),
+    ({"strategy": "horovod", "keras_backend": "jax"},
+     "keras_backend must be one of tensorflow, torch for strategy 'horovod'"),
 ])
 def test_bad_configs_are_spec_errors(changes, message):
     with pytest.raises(SpecError, match=message):
@@ -133,3 +138,27 @@ def test_rank_environment_passes_horovod_and_xla_settings_through():
     assert "xla_force_host_platform_device_count" not in gpu_env.get("XLA_FLAGS", "")
     assert rank_environment(TrainingConfig(strategy="multiworker", workers=2))[
         "TF_USE_LEGACY_KERAS"] == "1"
+
+
+@pytest.mark.parametrize("strategy, keras_backend, engine", [
+    ("horovod", None, "tensorflow"), ("horovod", "torch", "torch"),
+    ("horovod", "tensorflow", "tensorflow"), ("torch-ddp", None, "torch"),
+])
+def test_keras_backend_picks_the_engine_its_ranks_run(strategy, keras_backend, engine):
+    from accelml.dl.launch import rank_environment
+
+    config = TrainingConfig(strategy=strategy, workers=2, keras_backend=keras_backend)
+    assert config.engine == engine
+    assert rank_environment(config)["KERAS_BACKEND"] == engine
+    assert TrainingConfig.from_dict(config.to_dict()) == config
+
+
+def test_torch_ddp_ranks_get_their_place_and_where_to_meet():
+    from accelml.dl.launch import rank_environment
+    from accelml.dl.strategies.torch_ddp import STRATEGY
+
+    env = rank_environment(TrainingConfig(strategy="torch-ddp", workers=2))
+    assert env["MASTER_ADDR"] and env["MASTER_PORT"].isdigit()     # where srun's ranks meet
+    local = STRATEGY.local_process_environment(1, ("localhost:4001", "localhost:4002"))
+    assert local == {"MASTER_ADDR": "localhost", "MASTER_PORT": "4001", "RANK": "1",
+                     "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}

@@ -7,14 +7,14 @@ with warm-up on, so each test checks one claim about it.
 
 from __future__ import annotations
 
-import json
 import time
 
 import psutil
 import pytest
 
-from accelml.dl import TrainingConfig, launch, warmup_learning_rate
+from accelml.dl import TrainingConfig, launch
 from accelml.errors import AccelmlError
+from tests.dl.checks import assert_learning_rates_follow_warmup, assert_only_rank_zero_wrote
 
 pytestmark = pytest.mark.horovod
 
@@ -59,27 +59,12 @@ def test_two_ranks_learn_as_well_as_one(one_rank, two_ranks):
 
 def test_recorded_learning_rates_follow_the_warmup_formula(two_ranks):
     result, config, _ = two_ranks
-    steps = result.steps_per_epoch
-    for record in result.epochs:
-        expected = warmup_learning_rate(result.learning_rate, 2, config.warmup_epochs,
-                                        record.epoch, steps - 1, steps)
-        assert record.learning_rate == pytest.approx(expected, rel=1e-6)
-    assert result.epochs[0].learning_rate < result.epochs[-1].learning_rate
+    assert_learning_rates_follow_warmup(result, config)
 
 
 def test_only_rank_zero_writes_files(two_ranks):
     result, config, root = two_ranks
-    out = root / "out"
-    checkpoints = sorted(p.name for p in (out / "checkpoints").iterdir())
-    assert checkpoints == [f"epoch-{e:03d}.weights.h5" for e in range(1, config.epochs + 1)]
-    # every tf.summary writer makes its own events file (host and pid in its name)
-    events = [p for p in (out / "tensorboard").rglob("events.out.tfevents.*")]
-    assert len(events) == 1
-    rows = (out / "training_log.csv").read_text().strip().splitlines()
-    assert len(rows) == 1 + config.epochs
-    assert (out / "model.keras").exists()
-    rank1 = json.loads((root / "work" / "ranks" / "rank-1.json").read_text())
-    assert rank1["ok"] and rank1["result"]["files"] == [] and result.files
+    assert_only_rank_zero_wrote(result, config, root)
     timeline = (root / "timeline.json").read_text()
     assert "allreduce" in timeline.lower()
 

@@ -124,6 +124,11 @@ def test_keras_cases_take_workers_strategy_and_training_keys():
                                                "learning_rate": 0.01, "lr_scaling": "sqrt"}
     with pytest.raises(SpecError, match="lr_scaling"):
         load(text.replace('"sqrt"', '"cubic"'))
+    on_torch = load(text.replace('lr_scaling = "sqrt"', 'keras_backend = "torch"'))
+    assert on_torch.cases[0].params_dict["keras_backend"] == "torch"
+    with pytest.raises(SpecError, match=r"cases\[0\]: training keras_backend must be one of "
+                                        r"tensorflow, torch for strategy 'horovod', not 'jax'"):
+        load(text.replace('lr_scaling = "sqrt"', 'keras_backend = "jax"'))
     with pytest.raises(SpecError, match="cases\\[0\\].workers: only keras"):
         load(VALID.replace('dataset = "blobs"', 'dataset = "blobs"\nworkers = 2'))
 

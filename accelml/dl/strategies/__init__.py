@@ -2,9 +2,13 @@
 
 Built in: ``tf_fit`` (``model.fit`` under tf.distribute: one process, several devices of
 one host, or one process per worker), ``horovod`` (a Keras 3 loop with Horovod's
-all-reduce, one process per rank), ``jax_steps`` (stateless jitted steps of Keras 3 on JAX
-over the devices of one process). A third party adds one by writing a module that defines
-``STRATEGY = Strategy(...)`` and naming it in its ``pyproject.toml``::
+all-reduce, one process per rank, on TensorFlow or PyTorch), ``torch_ddp`` (Keras 3 on
+PyTorch, ``torch.distributed`` all-reduce in buckets, one process per rank), ``jax_steps``
+(stateless jitted steps of Keras 3 on JAX over the devices of one process). ``torch_loop``
+is the Keras-on-torch loop that the torch strategies share, over their own collectives.
+
+A third party adds a strategy by writing a module that defines ``STRATEGY = Strategy(...)``
+and naming it in its ``pyproject.toml``::
 
     [project.entry-points."accelml.strategies"]
     acme-fit = "acme_fit:STRATEGY"
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow
+from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow, probe_torch
 from accelml.dl.strategies._record import (
     LAUNCHERS,
     LOCAL_PROCESSES,
@@ -60,7 +64,8 @@ def strategy_availability() -> list[Availability]:
     rows = [dataclasses.replace(probe(), summary=summary) for probe, summary in (
         (probe_keras, "Keras 3"),
         (probe_tensorflow, "TensorFlow, an engine of Keras"),
-        (probe_jax, "JAX, an engine of Keras"))]
+        (probe_jax, "JAX, an engine of Keras"),
+        (probe_torch, "PyTorch, an engine of Keras"))]
     rows.extend(probe_strategy(record) for record in STRATEGIES_POINT.records())
     for broken in STRATEGIES_POINT.broken():
         rows.append(Availability(broken.entry_point.partition(" = ")[0], "-", False, None,

@@ -13,6 +13,8 @@ through the ``accelml.strategies`` entry-point group of installed distributions.
 ...                   determinism=Determinism(Expectation(True, "seeded")))
 >>> record.keras_backend, record.ranks(workers=4), record.gpus(workers=4, on_gpu=True)
 ('jax', 1, 4)
+>>> record.keras_engine(None), record.keras_engine("jax")
+('jax', 'jax')
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accelml.cases import Expectation
-from accelml.errors import AccelmlError
+from accelml.errors import AccelmlError, SpecError
 from accelml.plugins import ExtensionPoint
 from accelml.probe import Availability
 
@@ -70,8 +72,9 @@ class Determinism:
 class Strategy:
     """One way of spreading Keras training over workers (devices or processes).
 
-    ``keras_backends``: the Keras engines it runs on; the first is the one its ranks get
-    (``KERAS_BACKEND``). ``train(config, data)`` trains this process's share and returns what
+    ``keras_backends``: the Keras engines it runs on; a run picks one with its
+    ``keras_backend`` training key (default: the first), and its ranks get it as
+    ``KERAS_BACKEND``. ``train(config, data)`` trains this process's share and returns what
     it measured. ``probe()`` says whether it can run here, never raising.
     ``multi_process``: each worker is a process (rank) of its own, started by one of
     ``launchers`` (``default_launcher`` outside a SLURM allocation, ``srun`` inside one where
@@ -125,8 +128,19 @@ class Strategy:
 
     @property
     def keras_backend(self) -> str:
-        """The Keras engine its ranks run on."""
+        """The Keras engine its ranks run on unless a run picks another."""
         return self.keras_backends[0]
+
+    def keras_engine(self, requested: str | None) -> str:
+        """The Keras engine of a run that asks for ``requested`` (None: the default one);
+        an engine it does not run on is an error naming those it does."""
+        if requested is None:
+            return self.keras_backend
+        if requested not in self.keras_backends:
+            raise SpecError(f"training keras_backend must be one of "
+                            f"{', '.join(self.keras_backends)} for strategy {self.name!r}, "
+                            f"not {requested!r}")
+        return requested
 
     def ranks(self, workers: int) -> int:
         """Processes a run on ``workers`` workers starts."""

@@ -1,8 +1,12 @@
-"""``horovod``: one process per rank, Keras 3 on TensorFlow, ``horovod.tensorflow`` all-reduce.
+"""``horovod``: one process per rank, Keras 3 on TensorFlow or on PyTorch, Horovod's all-reduce.
 
-Horovod 0.28's Keras integration predates Keras 3 (its DistributedOptimizer wraps a Keras 3
-optimizer without error but does not average gradients), so the loop is written here with
-Horovod's TensorFlow primitives, doing what the tutorials' callbacks did:
+One strategy on two Keras engines (``keras_backend = "tensorflow"``, the default, or
+``"torch"``); each engine has its own loop over its Horovod binding:
+:mod:`~accelml.dl.strategies._horovod_tensorflow` (``horovod.tensorflow``, a ``tf.function``
+step over tf.data) and :mod:`~accelml.dl.strategies._horovod_torch` (``horovod.torch``'s
+collectives in :mod:`~accelml.dl.strategies.torch_loop`). Horovod 0.28's Keras integration
+predates Keras 3 (its DistributedOptimizer wraps a Keras 3 optimizer without error but does
+not average gradients), so both loops do what the tutorials' callbacks did:
 
 - initial weights and optimizer state broadcast from rank 0;
 - each step: gradients of the local batch, one ``grouped_allreduce(op=Average)``, apply;
@@ -12,11 +16,13 @@ Horovod's TensorFlow primitives, doing what the tutorials' callbacks did:
 - epoch loss/accuracy summed over all ranks' samples (exact global metrics, the job of
   MetricAverageCallback); BatchNorm runs per rank (local statistics) and its moving
   averages are averaged across ranks at the end of each epoch, so all ranks hold one model;
-- checkpoints, TensorBoard, the CSV log and the final model written by rank 0 only.
+- checkpoints, TensorBoard, the CSV log and the final model written by rank 0 only;
+- one GPU per rank (by local rank) on GPUs, where Horovod all-reduces with NCCL; gloo
+  (``horovodrun --gloo``) or MPI on CPUs.
 
 ``HOROVOD_TIMELINE``, ``HOROVOD_FUSION_THRESHOLD`` and ``HOROVOD_CYCLE_TIME`` come from the
-environment the launcher sets from the config's ``horovod_*`` keys (:func:`horovod_environment`,
-which a strategy on another Horovod backend can reuse).
+environment the launcher sets from the config's ``horovod_*`` keys (:func:`horovod_environment`),
+on either engine.
 
 >>> env = horovod_environment(TrainingConfig(strategy="horovod", workers=2, deterministic=True))
 >>> env["HOROVOD_FUSION_THRESHOLD"]
@@ -25,188 +31,93 @@ which a strategy on another Horovod backend can reuse).
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import os
+from collections.abc import Callable
 
 from accelml.cases import Expectation
-from accelml.dl.common import (
-    Clock,
-    EpochLog,
-    files_under,
-    learning_rate_value,
-    make_learning_rate,
-    make_optimizer,
-    require_tensorboard,
-    versions,
-    weights_digest,
-)
-from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
-from accelml.dl.engines import probe_keras, requirements, tensorflow_deterministic_environment, tensorflow_installed
-from accelml.dl.models import build_model
-from accelml.dl.pipelines import evaluation_dataset, steps_per_epoch, train_dataset
-from accelml.dl.strategies import SRUN, Determinism, Strategy, tf_devices
-from accelml.errors import AccelmlError, UnavailableError
-from accelml.probe import Availability, distribution_version, find_launcher, import_or_reason
+from accelml.dl.engines import (
+    probe_keras,
+    requirements,
+    tensorflow_deterministic_environment,
+    tensorflow_installed,
+    torch_deterministic_environment,
+    torch_installed,
+)
+from accelml.dl.strategies import SRUN, Determinism, Strategy, _horovod_tensorflow, _horovod_torch
+from accelml.probe import Availability, distribution_version, find_launcher, import_or_reason, list_gpus
 
-
-def _import_horovod():
-    try:
-        import horovod.tensorflow as hvd
-    except ImportError as error:
-        raise UnavailableError(f"horovod.tensorflow does not import: {error}") from None
-    return hvd
+ENGINES: dict[str, Callable[[TrainingConfig, ImageData], TrainingResult]] = {
+    "tensorflow": _horovod_tensorflow.train,
+    "torch": _horovod_torch.train,
+}
+"""Each Keras engine's loop; the first is the default."""
 
 
 def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
-    clock = Clock()
-    require_tensorboard(config)
-    import tensorflow as tf
-
-    hvd = _import_horovod()
-    hvd.init()
-    rank, size = hvd.rank(), hvd.size()
-    if size != config.workers:
-        raise AccelmlError(f"horovod started {size} rank(s) but the case asks for "
-                           f"{config.workers} workers")
-    devices = tf_devices.configure(tf, config.device, gpu_index=hvd.local_rank(),
-                                   processes_per_host=hvd.local_size())
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    import keras
-
-    tf_devices.set_precision(keras, config.precision)
-    keras.utils.set_random_seed(config.seed + rank)
-    image_size = config.image_size if data.name != "generated" else None
-    shape = ((image_size, image_size, data.image_shape[2]) if image_size else data.image_shape)
-    model = build_model(config.model, keras, shape, data.classes, **dict(config.model_options))
-    steps = steps_per_epoch(len(data.x_train), size, config.batch_size, config.steps_per_epoch)
-    learning_rate = make_learning_rate(keras, keras.ops, config, steps)
-    optimizer = make_optimizer(keras, config, learning_rate)
-    optimizer.build(model.trainable_variables)
-    hvd.broadcast_variables([v.value for v in model.weights], root_rank=0)
-    hvd.broadcast_variables([v.value for v in optimizer.variables], root_rank=0)
-
-    train_data = train_dataset(tf, data.x_train, data.y_train, batch_size=config.batch_size,
-                               steps=steps, rank=rank, size=size, shuffle=config.shuffle,
-                               seed=config.seed, cache=config.cache,
-                               cache_dir=config.cache_dir, image_size=image_size)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy()
-    trainable = model.trainable_variables
-    averaged_state = [v for v in model.non_trainable_weights if v.dtype.startswith("float")]
-    scales_loss = hasattr(optimizer, "scale_loss")
-
-    @tf.function
-    def train_step(images, labels):
-        with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
-            loss = loss_fn(labels, predictions)
-            if model.losses:
-                loss = loss + tf.add_n(model.losses)
-            scaled = optimizer.scale_loss(loss) if scales_loss else loss
-        gradients = tape.gradient(scaled, trainable)
-        gradients = hvd.grouped_allreduce(gradients, op=hvd.Average)
-        optimizer.apply_gradients(zip(gradients, trainable))
-        hits = tf.equal(tf.argmax(predictions, -1, output_type=tf.int32),
-                        tf.cast(labels, tf.int32))
-        count = tf.cast(tf.shape(labels)[0], tf.float32)
-        return tf.stack([loss * count, tf.reduce_sum(tf.cast(hits, tf.float32)), count])
-
-    @tf.function
-    def average_state():
-        averaged = hvd.grouped_allreduce([v.value for v in averaged_state], op=hvd.Average)
-        for variable, value in zip(averaged_state, averaged):
-            variable.assign(value)
-
-    writes = rank == 0 and config.output_dir is not None
-    log = EpochLog(config.output_dir if writes else None)
-    summaries = (tf.summary.create_file_writer(os.path.join(config.output_dir, "tensorboard"))
-                 if writes and config.tensorboard else None)
-    setup_s = clock.seconds()
-
-    epochs = []
-    for epoch in range(config.epochs):
-        clock = Clock()
-        totals = tf.zeros(3)
-        for images, labels in train_data:
-            totals += train_step(images, labels)
-        totals = hvd.allreduce(totals, op=hvd.Sum).numpy()
-        if averaged_state:
-            average_state()
-        record = EpochRecord(epoch, clock.seconds(), float(totals[0] / totals[2]),
-                             float(totals[1] / totals[2]),
-                             learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
-                             int(totals[2]))
-        epochs.append(record)
-        if writes:
-            _write_epoch(tf, config, model, summaries, record)
-            log.write(record)
-        if config.verbose and rank == 0:
-            print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
-                  f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
-
-    test_loss = test_accuracy = None
-    if len(data.x_test):
-        totals = tf.zeros(3)
-        for images, labels in evaluation_dataset(tf, data.x_test, data.y_test,
-                                           batch_size=config.batch_size, rank=rank, size=size,
-                                           image_size=image_size):
-            predictions = model(images, training=False)
-            hits = tf.equal(tf.argmax(predictions, -1, output_type=tf.int32), labels)
-            count = tf.cast(tf.shape(labels)[0], tf.float32)
-            totals += tf.stack([loss_fn(labels, predictions) * count,
-                                tf.reduce_sum(tf.cast(hits, tf.float32)), count])
-        totals = hvd.allreduce(totals, op=hvd.Sum).numpy()
-        test_loss, test_accuracy = float(totals[0] / totals[2]), float(totals[1] / totals[2])
-    if writes and config.save_model:
-        model.save(os.path.join(config.output_dir, "model.keras"))
-    digest = weights_digest(model.get_weights())
-    return TrainingResult(
-        strategy="horovod", model=config.model, dataset=data.name, workers=size,
-        batch_per_worker=config.batch_size, global_batch=config.batch_size * size,
-        learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
-        train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
-        epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
-        weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
-        backend="tensorflow", versions=versions("tensorflow", "horovod"),
-        files=files_under(config.output_dir) if writes else (), devices=tuple(devices),
-        rank=rank)
+    """This rank's share, on the loop of the run's Keras engine."""
+    return ENGINES[config.engine](config, data)
 
 
-def _write_epoch(tf, config: TrainingConfig, model, summaries, record: EpochRecord) -> None:
-    if config.checkpoints:
-        directory = os.path.join(config.output_dir, "checkpoints")
-        os.makedirs(directory, exist_ok=True)
-        model.save_weights(os.path.join(directory, f"epoch-{record.epoch + 1:03d}.weights.h5"))
-    if summaries is not None:
-        with summaries.as_default(step=record.epoch):
-            tf.summary.scalar("epoch_loss", record.loss)
-            tf.summary.scalar("epoch_accuracy", record.accuracy)
-            tf.summary.scalar("learning_rate", record.learning_rate)
-            if config.histogram_freq and record.epoch % config.histogram_freq == 0:
-                for weight in model.weights:
-                    tf.summary.histogram(weight.path, weight.value)
-        summaries.flush()
+ENGINE_INSTALLED: dict[str, Callable[[], Availability]] = {
+    "tensorflow": tensorflow_installed,
+    "torch": torch_installed,
+}
+
+
+def probe_binding(engine: str) -> Availability:
+    """Horovod's binding for Keras engine ``engine`` (``horovod.tensorflow``, ``horovod.torch``):
+    whether it imports and which of gloo, MPI, NCCL it was built with; a CPU transport
+    (gloo or MPI) makes it usable, and on a machine with GPUs NCCL is asked for."""
+    name = f"horovod.{engine}"
+    engine_found = ENGINE_INSTALLED[engine]()
+    if not engine_found.available:
+        return Availability(name, "-", False, None, engine_found.detail)
+    if engine == "torch" and not _horovod_torch.built_with_torch():
+        return Availability(name, "-", False, distribution_version("horovod"),
+                            "horovod was built without PyTorch (HOROVOD_WITH_PYTORCH=1)")
+    module, reason = import_or_reason(name, "horovod", "horovod (make builds it)")
+    if module is None:
+        return Availability(name, "-", False, None, reason)
+    built = [transport for transport in ("gloo", "mpi", "nccl")
+             if getattr(module, f"{transport}_built")()]
+    detail = "built with " + ", ".join(built) if built else "built with no transport"
+    gpus, _ = list_gpus()
+    if gpus and "nccl" not in built:
+        detail += " (no NCCL: GPU tensors are reduced through host memory)"
+    usable = "gloo" in built or "mpi" in built
+    return Availability(name, "-", usable, distribution_version("horovod"), detail)
 
 
 def probe_horovod() -> Availability:
-    """Horovod's TensorFlow binding (which of gloo, MPI, NCCL it was built with) and horovodrun."""
-    module, reason = import_or_reason("horovod.tensorflow", "horovod", "horovod (make builds it)")
-    if module is None:
-        return Availability("horovod", "-", False, None, reason)
-    built = [name for name, check in (("gloo", module.gloo_built),  # type: ignore[attr-defined]
-                                      ("mpi", module.mpi_built),  # type: ignore[attr-defined]
-                                      ("nccl", module.nccl_built))  # type: ignore[attr-defined]
-             if check()]
+    """horovodrun, and Horovod's binding for each Keras engine (available when one works)."""
+    version = distribution_version("horovod")
+    if version is None:
+        return Availability("horovod", "-", False, None,
+                            "horovod is not installed (make/build-horovod.sh builds it)")
     if find_launcher("horovodrun") is None:
-        return Availability("horovod", "-", False, distribution_version("horovod"), "horovodrun is not on PATH")
-    return Availability("horovod", "-", True, distribution_version("horovod"), "built: " + ", ".join(built))
+        return Availability("horovod", "-", False, version, "horovodrun is not on PATH")
+    bindings = {engine: probe_binding(engine) for engine in ENGINES}
+    detail = "; ".join(f"{engine}: {row.detail}" if row.available
+                       else f"{engine}: unavailable ({row.detail})"
+                       for engine, row in bindings.items())
+    return Availability("horovod", "-", any(row.available for row in bindings.values()),
+                        version, detail)
+
+
+def probe() -> Availability:
+    """Keras and Horovod, with what each engine's binding was built with."""
+    horovod = probe_horovod()
+    found = requirements(probe_keras, lambda: horovod)
+    return dataclasses.replace(found, detail=horovod.detail) if found.available else found
 
 
 def horovod_environment(config: TrainingConfig) -> dict[str, str]:
     """Horovod's knobs from the config: timeline, tensor fusion (off in deterministic mode
     unless set), cycle time."""
-    env = {}
+    env: dict[str, str] = {}
     if config.horovod_timeline:
         env["HOROVOD_TIMELINE"] = os.path.abspath(config.horovod_timeline)
         env["HOROVOD_TIMELINE_MARK_CYCLES"] = "1" if config.horovod_timeline_mark_cycles else "0"
@@ -220,24 +131,28 @@ def horovod_environment(config: TrainingConfig) -> dict[str, str]:
 
 
 def horovod_deterministic_environment(threads: int | None) -> dict[str, str]:
-    """TensorFlow's deterministic kernels, and Horovod's tensor fusion off: each gradient is
-    reduced on its own, so chunk boundaries and summation order do not depend on timing."""
+    """Deterministic kernels of either engine (TensorFlow's, torch's cuBLAS workspace), and
+    Horovod's tensor fusion off: each gradient is reduced on its own, so chunk boundaries and
+    summation order do not depend on timing."""
     return {**tensorflow_deterministic_environment(threads),
+            **torch_deterministic_environment(threads),
             "HOROVOD_FUSION_THRESHOLD": "0", "HOROVOD_HIERARCHICAL_ALLREDUCE": "0"}
 
 
 STRATEGY = Strategy(
     name="horovod",
-    doc="one process per rank, Keras 3 on TensorFlow, gradients averaged by Horovod's allreduce",
-    keras_backends=("tensorflow",),
+    doc="one process per rank, Keras 3 on TensorFlow or PyTorch (keras_backend), gradients "
+        "averaged by Horovod's allreduce",
+    keras_backends=tuple(ENGINES),
     train=train,
-    probe=functools.partial(requirements, probe_keras, tensorflow_installed, probe_horovod),
+    probe=probe,
     determinism=Determinism(
-        Expectation(True, "seeds, TF op determinism and Horovod fusion off: every allreduce "
+        Expectation(True, "seeds, deterministic kernels (TF op determinism, torch's "
+                          "deterministic algorithms) and Horovod fusion off: every allreduce "
                           "sums in rank order, so runs repeat bitwise"),
         environment=horovod_deterministic_environment, seeds_tensorflow=True,
         notes=("Horovod tensor fusion is off: allreduce is slower than in normal runs",)),
-    libraries=("keras", "tensorflow", "horovod"),
+    libraries=("keras", "tensorflow", "torch", "horovod"),
     multi_process=True,
     launchers=("horovodrun", "mpirun", SRUN),
     default_launcher="horovodrun",

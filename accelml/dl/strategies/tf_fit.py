@@ -30,10 +30,12 @@ from accelml.dl.common import (
     Clock,
     EpochLog,
     files_under,
+    in_slurm_step,
     learning_rate_value,
     make_learning_rate,
     make_optimizer,
     require_tensorboard,
+    slurm_tasks_per_node,
     versions,
     weights_digest,
 )
@@ -53,20 +55,9 @@ from accelml.dl.strategies import LOCAL_PROCESSES, SRUN, Determinism, Strategy, 
 from accelml.errors import UnavailableError
 
 
-def _slurm_step() -> bool:
-    return bool(os.environ.get("SLURM_STEP_ID")) and bool(os.environ.get("SLURM_PROCID"))
-
-
-def _tasks_per_node() -> int:
-    """The most tasks of this job step on one node (``SLURM_STEP_TASKS_PER_NODE``: '2(x3),1')."""
-    layout = (os.environ.get("SLURM_STEP_TASKS_PER_NODE") or os.environ.get("SLURM_TASKS_PER_NODE")
-              or "1")
-    return max(int(part.split("(")[0]) for part in layout.split(","))
-
-
 def _multiworker_strategy(tf: ModuleType, config: TrainingConfig) -> DistributionStrategy:
-    if _slurm_step():
-        tasks_per_node = _tasks_per_node()
+    if in_slurm_step():
+        tasks_per_node = slurm_tasks_per_node()
         if config.device == "gpu":
             resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
                 gpus_per_node=tasks_per_node, gpus_per_task=1)
@@ -90,13 +81,13 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     processes = 1
     if legacy:
         task = 0
-        if _slurm_step():
+        if in_slurm_step():
             task = int(os.environ["SLURM_PROCID"])
-            processes = _tasks_per_node()
+            processes = slurm_tasks_per_node()
         elif os.environ.get("TF_CONFIG"):
             task = int(json.loads(os.environ["TF_CONFIG"])["task"]["index"])
             processes = config.workers
-        local_index = int(os.environ.get("SLURM_LOCALID", "0")) if _slurm_step() else task
+        local_index = int(os.environ.get("SLURM_LOCALID", "0")) if in_slurm_step() else task
         devices = tf_devices.configure(tf, config.device, gpu_index=local_index,
                                        processes_per_host=processes)
         strategy = _multiworker_strategy(tf, config)

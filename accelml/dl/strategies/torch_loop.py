@@ -1,0 +1,300 @@
+"""Keras 3 on PyTorch, data-parallel: one rank's training loop over any library's collectives.
+
+The strategies that run Keras on torch (``horovod`` with ``keras_backend = "torch"``,
+``torch-ddp``) differ only in how ranks talk; each gives :func:`train_on_torch` a function
+that joins the run and returns its :class:`Collectives`. Horovod's ``DistributedOptimizer``
+and Keras callbacks do not work with Keras 3, so the step is written here, with the
+semantics of the ``horovod`` TensorFlow loop:
+
+- initial weights and optimizer state broadcast from rank 0;
+- each step: ``model(x, training=True)`` under autograd, ``loss.backward()``, the gradients
+  ``v.value.grad`` averaged across ranks (after the backward pass by ``collectives.average``,
+  or during it where the library wraps the model, as DistributedDataParallel does),
+  ``optimizer.apply``;
+- learning rate scaled and warmed up by :func:`accelml.dl.common.make_learning_rate`;
+- epoch and test loss/accuracy summed over every rank's samples (exact global metrics);
+  BatchNorm runs per rank and its moving averages are averaged at the end of each epoch;
+- checkpoints, TensorBoard (``torch.utils.tensorboard``), the CSV log and the final model
+  written by rank 0 only.
+
+One device per rank: ``cuda:<local rank>`` on GPUs (``torch.cuda.set_device``), the CPU
+otherwise (CUDA hidden, the host's cores shared between its ranks). No TensorFlow: each rank's
+shard (``x[rank::size]`` cut to whole batches, as the tf.data pipeline's shard/take) is put on
+its device once as uint8; every epoch draws a permutation (seeded by seed and rank) and each
+batch is converted to float (and resized, e.g. CIFAR-10 to 128x128) on the device.
+
+>>> import torch
+>>> alone = Collectives(0, 1, 0, 1, average=list, total=lambda t: t, broadcast=lambda ts: None,
+...                     library="torch")
+>>> [t.tolist() for t in alone.average([torch.ones(2)])]
+[[1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from accelml.dl.common import (
+    Clock,
+    EpochLog,
+    end_epoch,
+    learning_rate_value,
+    make_learning_rate,
+    make_optimizer,
+    rank_result,
+    require_tensorboard,
+)
+from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.dl.data import ImageData
+from accelml.dl.engines import CUBLAS_DETERMINISTIC_WORKSPACE
+from accelml.dl.models import build_model
+from accelml.dl.pipelines import steps_per_epoch
+from accelml.errors import AccelmlError, SpecError, UnavailableError
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _nothing_to_close() -> None:
+    """A library whose ranks need no goodbye."""
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """How the ranks of one run talk: who this rank is, and what the loop asks of the others.
+
+    ``average(tensors)``: the element-wise mean of each tensor over all ranks (new tensors,
+    same order); ``total(tensor)``: the element-wise sum over all ranks; ``broadcast(tensors)``:
+    rank 0's values copied into every rank's tensors, in place; ``close()``: leave the run.
+    ``library``: the distribution doing it, recorded with the result's versions.
+    ``averaging_model(model)``: the Keras model (a ``torch.nn.Module``) wrapped so that its
+    backward pass averages the gradients across ranks (``DistributedDataParallel``), used for
+    training steps; None: the step averages the gradients after the backward pass, with
+    ``average``.
+    """
+
+    rank: int
+    size: int
+    local_rank: int
+    local_size: int
+    average: Callable[[list[torch.Tensor]], list[torch.Tensor]]
+    total: Callable[[torch.Tensor], torch.Tensor]
+    broadcast: Callable[[list[torch.Tensor]], None]
+    library: str
+    close: Callable[[], None] = field(default=_nothing_to_close)
+    averaging_model: Callable[[Any], Callable[..., torch.Tensor]] | None = None
+
+
+Connect = Callable[[TrainingConfig], Collectives]
+"""Joins this process to the run's ranks (after ``torch`` can be imported) and returns how
+they talk; a strategy's own (``horovod.torch``, ``torch.distributed``)."""
+
+
+def prepare_torch_environment(config: TrainingConfig) -> None:
+    """Before torch loads: a CPU run sees no GPU and its OpenMP threads sleep rather than spin
+    while they wait (``OMP_WAIT_POLICY=PASSIVE`` unless set: on a host whose cores are busy
+    with other work, spinning made an mlp step on digits with 2 threads 50-100x slower,
+    80-180 ms against 1.6 ms); deterministic mode gets cuBLAS's fixed workspace (read when
+    CUDA starts)."""
+    if config.device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if config.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_DETERMINISTIC_WORKSPACE)
+
+
+def place_rank(torch_module: Any, device: str, local_rank: int, local_size: int) -> str:
+    """Pin this rank to its device and return its name: GPU ``local_rank`` (``device="gpu"``),
+    or the CPU, with the thread count the case was given (``OMP_NUM_THREADS``, which torch
+    reads itself) or else the host's cores shared between its ``local_size`` ranks."""
+    if device == "gpu":
+        if not torch_module.cuda.is_available():
+            raise UnavailableError("device 'gpu' asked for, but PyTorch sees no CUDA device")
+        index = local_rank % torch_module.cuda.device_count()
+        torch_module.cuda.set_device(index)
+        return f"cuda:{index}"
+    if not os.environ.get("OMP_NUM_THREADS"):
+        torch_module.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_size)))
+    return "cpu"
+
+
+class _Shard:
+    """This rank's share of a set of images, on its device: uint8 images, int64 labels."""
+
+    def __init__(self, torch_module: Any, x: np.ndarray, y: np.ndarray, device: str,
+                 image_size: int | None) -> None:
+        self.torch = torch_module
+        self.images = torch_module.as_tensor(np.ascontiguousarray(x), device=device)
+        self.labels = torch_module.as_tensor(np.asarray(y, np.int64), device=device)
+        self.image_size = image_size
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def batch(self, indices: torch.Tensor | slice) -> tuple[torch.Tensor, torch.Tensor]:
+        """Images (float in [0, 1], resized where asked, channels last) and labels."""
+        images = self.images[indices].float() / 255.0
+        if self.image_size is not None:
+            channels_first = images.permute(0, 3, 1, 2)
+            images = self.torch.nn.functional.interpolate(
+                channels_first, size=(self.image_size, self.image_size), mode="bilinear",
+                align_corners=False).permute(0, 2, 3, 1)
+        return images, self.labels[indices]
+
+    def batches(self, batch_size: int, order: torch.Tensor | None = None,
+                whole_only: bool = True) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Batches in ``order`` (None: stored order); the last partial one unless
+        ``whole_only``."""
+        count = len(self) - len(self) % batch_size if whole_only else len(self)
+        for start in range(0, count, batch_size):
+            picked = (order[start:start + batch_size] if order is not None
+                      else slice(start, start + batch_size))
+            yield self.batch(picked)
+
+
+def train_on_torch(config: TrainingConfig, data: ImageData, connect: Connect) -> TrainingResult:
+    """Train this rank's share of ``config`` with Keras 3 on torch, ranks joined by ``connect``."""
+    clock = Clock()
+    require_tensorboard(config)
+    if config.cache == "disk":
+        raise SpecError("training cache = 'disk' is a tf.data cache; Keras on torch keeps "
+                        "each rank's shard in device memory (use cache = 'memory')")
+    prepare_torch_environment(config)
+    try:
+        import torch
+    except ImportError as error:
+        raise UnavailableError(f"torch does not import: {error}") from None
+    collectives = connect(config)
+    try:
+        return _train(torch, config, data, collectives, clock)
+    finally:
+        collectives.close()
+
+
+def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Collectives,
+           clock: Clock) -> TrainingResult:
+    rank, size = collectives.rank, collectives.size
+    if size != config.workers:
+        raise AccelmlError(f"{config.strategy} started {size} rank(s) but the case asks for "
+                           f"{config.workers} workers")
+    device = place_rank(torch, config.device, collectives.local_rank, collectives.local_size)
+    if config.deterministic:
+        torch.use_deterministic_algorithms(True)
+    import keras
+
+    if keras.backend.backend() != "torch":
+        raise UnavailableError(f"Keras runs on {keras.backend.backend()}; set "
+                               "KERAS_BACKEND=torch (accelml.dl.launch does)")
+    keras.mixed_precision.set_global_policy(config.precision)
+    keras.utils.set_random_seed(config.seed + rank)
+    image_size = config.image_size if data.name != "generated" else None
+    shape = (image_size, image_size, data.image_shape[2]) if image_size else data.image_shape
+    model = build_model(config.model, keras, shape, data.classes, **dict(config.model_options))
+    steps = steps_per_epoch(len(data.x_train), size, config.batch_size, config.steps_per_epoch)
+    learning_rate = make_learning_rate(keras, keras.ops, config, steps)
+    optimizer = make_optimizer(keras, config, learning_rate)
+    trainable = model.trainable_variables
+    optimizer.build(trainable)
+    collectives.broadcast([v.value.data for v in [*model.weights, *optimizer.variables]])
+
+    shard = _Shard(torch, data.x_train[rank::size][:steps * config.batch_size],
+                   data.y_train[rank::size][:steps * config.batch_size], device, image_size)
+    shuffling = torch.Generator().manual_seed(config.seed + rank)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy()
+    averaged_state = [v for v in model.non_trainable_weights if v.dtype.startswith("float")]
+
+    def measured(predictions: torch.Tensor, labels: torch.Tensor,
+                 loss: torch.Tensor) -> torch.Tensor:
+        """(summed loss, correct predictions, samples) of one batch."""
+        count = float(labels.shape[0])
+        hits = (predictions.argmax(-1) == labels).sum().float()
+        return torch.stack([loss.detach().float() * count, hits,
+                            torch.tensor(count, device=hits.device)])
+
+    averaging = collectives.averaging_model
+    forward = model if averaging is None else averaging(model)
+
+    def train_step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        for variable in trainable:
+            variable.value.grad = None
+        predictions = forward(images, training=True)
+        loss = loss_fn(labels, predictions)
+        if model.losses:
+            loss = loss + sum(model.losses)
+        optimizer.scale_loss(loss).backward()
+        gradients = [v.value.grad if v.value.grad is not None else torch.zeros_like(v.value)
+                     for v in trainable]
+        if averaging is None:
+            gradients = collectives.average(gradients)
+        with torch.no_grad():
+            optimizer.apply(gradients, trainable)
+            return measured(predictions, labels, loss)
+
+    output_dir = config.output_dir if rank == 0 else None      # rank 0 writes every file
+    log = EpochLog(output_dir)
+    summaries = _summary_writer(output_dir) if output_dir and config.tensorboard else None
+    setup_s = clock.seconds()
+
+    epochs = []
+    for epoch in range(config.epochs):
+        clock = Clock()
+        order = (torch.randperm(len(shard), generator=shuffling).to(device)
+                 if config.shuffle else None)
+        totals = torch.zeros(3, device=device)
+        for images, labels in shard.batches(config.batch_size, order):
+            totals += train_step(images, labels)
+        loss_sum, hits, count = collectives.total(totals).tolist()
+        if averaged_state:
+            averaged = collectives.average([v.value.data for v in averaged_state])
+            for variable, value in zip(averaged_state, averaged, strict=True):
+                variable.assign(value)
+        record = EpochRecord(epoch, clock.seconds(), loss_sum / count, hits / count,
+                             learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
+                             int(count))
+        epochs.append(record)
+        end_epoch(config, record, model, log, rank=rank, output_dir=output_dir)
+        if summaries is not None:
+            _write_summaries(summaries, config, model, record)
+    if summaries is not None:
+        summaries.close()
+
+    test_loss = test_accuracy = None
+    if len(data.x_test):
+        tests = _Shard(torch, data.x_test[rank::size], data.y_test[rank::size], device,
+                       image_size)
+        totals = torch.zeros(3, device=device)
+        with torch.no_grad():
+            for images, labels in tests.batches(config.batch_size, whole_only=False):
+                predictions = model(images, training=False)
+                totals += measured(predictions, labels, loss_fn(labels, predictions))
+        loss_sum, hits, count = collectives.total(totals).tolist()
+        test_loss, test_accuracy = loss_sum / count, hits / count
+    return rank_result(config, data, model, rank=rank, size=size, steps=steps,
+                       epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
+                       setup_s=setup_s, backend="torch",
+                       libraries=("torch", collectives.library), output_dir=output_dir,
+                       devices=(device,))
+
+
+def _summary_writer(output_dir: str) -> Any:
+    """TensorBoard's writer through ``torch.utils.tensorboard`` (needs the tensorboard package,
+    checked before training by :func:`accelml.dl.common.require_tensorboard`)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(os.path.join(output_dir, "tensorboard"))
+
+
+def _write_summaries(summaries: Any, config: TrainingConfig, model: Any,
+                     record: EpochRecord) -> None:
+    summaries.add_scalar("epoch_loss", record.loss, record.epoch)
+    summaries.add_scalar("epoch_accuracy", record.accuracy, record.epoch)
+    summaries.add_scalar("learning_rate", record.learning_rate, record.epoch)
+    if config.histogram_freq and record.epoch % config.histogram_freq == 0:
+        for weight in model.weights:
+            summaries.add_histogram(weight.path, np.asarray(weight.numpy()), record.epoch)
+    summaries.flush()
