@@ -9,17 +9,19 @@ import importlib.util
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
+from accelml.dl.engine_objects import KerasOptimizer, Tensor
 from accelml.errors import UnavailableError
 
 
-def weights_digest(arrays) -> str:
+def weights_digest(arrays: Iterable[object]) -> str:
     """SHA-256 over the weights in order: shape, dtype and bytes of each array.
 
     >>> weights_digest([np.zeros(2, np.float32)]) == weights_digest([np.zeros(2, np.float32)])
@@ -45,7 +47,12 @@ def versions(*distributions: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(set(found)))
 
 
-def make_learning_rate(keras, ops, config: TrainingConfig, steps: int):
+LearningRate: TypeAlias = float | Callable[[Tensor], Tensor]
+"""A constant rate, or a Keras schedule of the optimizer's step counter."""
+
+
+def make_learning_rate(keras: ModuleType, ops: ModuleType, config: TrainingConfig,
+                       steps: int) -> LearningRate:
     """A float, or a Keras schedule that warms up like Horovod's LearningRateWarmupCallback.
 
     ``ops`` is ``keras.ops`` for Keras 3 or ``tf`` for ``tf_keras``; the schedule is a
@@ -57,27 +64,29 @@ def make_learning_rate(keras, ops, config: TrainingConfig, steps: int):
     if warmup <= 0 or workers <= 1:
         return target
 
-    class HorovodWarmup(keras.optimizers.schedules.LearningRateSchedule):
-        def __call__(self, step):
+    class HorovodWarmup(keras.optimizers.schedules.LearningRateSchedule):  # type: ignore[misc,name-defined]  # Keras: no type hints
+        def __call__(self, step: Tensor) -> Tensor:
             fraction = (ops.cast(step, "float32") + 1.0) / float(steps)
             warming = target / workers * (fraction * (workers - 1) / warmup + 1.0)
             return ops.where(fraction >= warmup, ops.cast(target, "float32"), warming)
 
-        def get_config(self):
+        def get_config(self) -> dict[str, float | int]:
             return {"target": target, "workers": workers, "warmup_epochs": warmup,
                     "steps_per_epoch": steps}
 
-    return HorovodWarmup()
+    schedule: Callable[[Tensor], Tensor] = HorovodWarmup()
+    return schedule
 
 
-def learning_rate_value(learning_rate: float | Callable[[int], Any], step: int) -> float:
+def learning_rate_value(learning_rate: LearningRate, step: int) -> float:
     """The rate a float-or-schedule gives at optimizer step ``step``."""
     if callable(learning_rate):
         return float(learning_rate(step))      # a scalar on any engine's device (CUDA too)
     return float(learning_rate)
 
 
-def make_optimizer(keras, config: TrainingConfig, learning_rate):
+def make_optimizer(keras: ModuleType, config: TrainingConfig,
+                   learning_rate: LearningRate) -> KerasOptimizer:
     if config.optimizer == "sgd":
         optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=config.momentum)
     else:
@@ -92,7 +101,7 @@ class EpochLog:
 
     def __init__(self, output_dir: str | None) -> None:
         self.path = os.path.join(output_dir, "training_log.csv") if output_dir else None
-        if self.path:
+        if output_dir and self.path:
             os.makedirs(output_dir, exist_ok=True)
             with open(self.path, "w", newline="") as handle:
                 csv.writer(handle).writerow(["epoch", "seconds", "loss", "accuracy",

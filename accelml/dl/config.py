@@ -16,9 +16,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from accelml.cases import Case, JSONScalar
+from accelml.convert import OBJECT, JSONValue, from_data, to_object
 from accelml.dl.strategies import LAUNCHERS, STRATEGIES_POINT, Strategy, default_strategy
 from accelml.errors import SpecError
 
@@ -183,27 +186,23 @@ class TrainingConfig:
         return warmup_learning_rate(self.scaled_learning_rate, self.workers, self.warmup_epochs,
                                     epoch, batch, steps_per_epoch)
 
-    def replace(self, **changes) -> "TrainingConfig":
+    def replace(self, **changes: Any) -> TrainingConfig:
+        """A copy with ``changes`` (each checked against its field by ``__post_init__``)."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict:
-        data = dataclasses.asdict(self)
-        data["model_options"] = [list(item) for item in self.model_options]
-        return data
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainingConfig":
+    def from_dict(cls, data: Mapping[str, object]) -> TrainingConfig:
+        """The config ``data`` describes; an unknown key is a :class:`SpecError` naming the allowed."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise SpecError(f"unknown training key(s): {', '.join(unknown)}; "
                             f"allowed: {', '.join(sorted(known))}")
-        data = dict(data)
-        options = data.get("model_options", ())
-        if isinstance(options, dict):
-            options = options.items()
-        data["model_options"] = tuple(sorted((str(k), v) for k, v in options))
-        return cls(**data)
+        config = from_data(cls, data)
+        return config.replace(model_options=tuple(sorted(config.model_options)))
 
 
 _DEVICES_OF_CASES = {"cpu": "cpu", "cuda": "gpu"}
@@ -292,7 +291,7 @@ class TrainingResult:
     setup_s: float
     data_s: float
     backend: str
-    versions: tuple[tuple[str, str], ...]
+    versions: tuple[tuple[str, str], ...] = field(metadata=OBJECT)
     files: tuple[str, ...] = ()
     devices: tuple[str, ...] = ()
     rank: int = 0
@@ -342,17 +341,16 @@ class TrainingResult:
     def ranks_agree(self) -> bool:
         return len(set(self.rank_digests)) == 1
 
-    def replace(self, **changes) -> "TrainingResult":
+    def replace(self, **changes: Any) -> TrainingResult:
+        """A copy with ``changes``."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict:
-        data = dataclasses.asdict(self)
-        data["epochs"] = [dataclasses.asdict(e) for e in self.epochs]
-        data["versions"] = dict(self.versions)
-        data["rank_digests"] = list(self.rank_digests)
-        data["files"] = list(self.files)
-        data["devices"] = list(self.devices)
-        data["summary"] = {
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(self)
+
+    def json_extras(self) -> dict[str, JSONValue]:
+        """Written beside the fields (:mod:`accelml.convert`) for a reader of the rank's JSON."""
+        return {"summary": {
             "epoch_times_s": list(self.epoch_times_s),
             "first_epoch_s": self.first_epoch_s,
             "mean_epoch_s": self.mean_epoch_s,
@@ -360,17 +358,11 @@ class TrainingResult:
             "images_per_s": self.images_per_s,
             "final_loss": self.final_loss,
             "final_accuracy": self.final_accuracy,
-        }
-        return data
+        }}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainingResult":
-        data = {k: v for k, v in data.items() if k != "summary"}
-        data["epochs"] = tuple(EpochRecord(**e) for e in data["epochs"])
-        data["versions"] = tuple(sorted(data["versions"].items()))
-        for key in ("rank_digests", "files", "devices"):
-            data[key] = tuple(data.get(key, ()))
-        return cls(**data)
+    def from_dict(cls, data: Mapping[str, object]) -> TrainingResult:
+        return from_data(cls, data)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True)

@@ -46,7 +46,7 @@ class ImageData:
         height, width, channels = self.x_train.shape[1:]
         return int(height), int(width), int(channels)
 
-    def subset(self, train: int | None, test: int | None) -> "ImageData":
+    def subset(self, train: int | None, test: int | None) -> ImageData:
         """The first ``train`` / ``test`` samples (None keeps all)."""
         return ImageData(self.name, self.x_train[:train], self.y_train[:train],
                          self.x_test[:test], self.y_test[:test], self.classes)

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 from accelml.dl.common import free_ports
 from accelml.dl.config import TrainingConfig, TrainingResult
@@ -103,7 +104,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
             for rank in range(n)]
 
 
-def _kill(processes: list[subprocess.Popen]) -> None:
+def _kill(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in processes:
         if process.poll() is None:
             try:
@@ -190,11 +191,11 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
 
     errors = _errors(results)
     if errors:
-        first = min(errors, key=lambda e: e["_written"])
-        others = sorted(e["rank"] for e in errors if e is not first)
+        first = min(errors, key=lambda e: e.written)
+        others = sorted(e.rank for e in errors if e is not first)
         also = f" (rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-        raise AccelmlError(f"rank {first['rank']} of {config.workers} failed: "
-                           f"{first['error']}{also} (logs: {work_dir})")
+        raise AccelmlError(f"rank {first.rank} of {config.workers} failed: "
+                           f"{first.error}{also} (logs: {work_dir})")
     outputs = {}
     for name in os.listdir(results):
         if name.endswith(".json"):
@@ -219,7 +220,16 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     return outputs[0].replace(rank_digests=digests)
 
 
-def _errors(results: str) -> list[dict]:
+@dataclass(frozen=True)
+class RankError:
+    """A rank that wrote an error instead of a result, and when (the first one is the cause)."""
+
+    rank: int
+    error: str
+    written: float
+
+
+def _errors(results: str) -> list[RankError]:
     found = []
     for name in os.listdir(results):
         if not name.endswith(".json"):
@@ -228,6 +238,6 @@ def _errors(results: str) -> list[dict]:
         with open(path) as handle:
             payload = json.load(handle)
         if not payload["ok"]:
-            payload["_written"] = os.path.getmtime(path)
-            found.append(payload)
+            found.append(RankError(int(payload["rank"]), str(payload["error"]),
+                                   os.path.getmtime(path)))
     return found

@@ -26,6 +26,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from accelml.dl.strategies import find_strategy
 from accelml.errors import SpecError
@@ -210,11 +211,11 @@ class Resources:
               "account", "directives", "prologue", "environment")
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping, where: str = "resources") -> Resources:
+    def from_mapping(cls, mapping: Mapping[str, Any], where: str = "resources") -> Resources:
         """Resources from a config/spec table; keys may use '-' or '_' ("gpu-type")."""
         return cls().updated(mapping, where)
 
-    def updated(self, mapping: Mapping | None, where: str = "resources") -> Resources:
+    def updated(self, mapping: Mapping[str, Any] | None, where: str = "resources") -> Resources:
         """A copy with the non-``None`` entries of ``mapping`` replacing these values.
 
         ``queue`` is accepted as another name for ``partition`` (PBS's word).
