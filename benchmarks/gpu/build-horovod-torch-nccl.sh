@@ -23,5 +23,5 @@ export CMAKE_POLICY_VERSION_MINIMUM=3.5 CXXFLAGS="-include stdexcept -include st
   HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 MAKEFLAGS="-j$(nproc)"
 python3 -m pip wheel -q --no-build-isolation --no-deps -w "$work/whl" . > "$work/build.log" 2>&1 \
   || { tail -40 "$work/build.log"; exit 1; }
-python3 -m pip install -q --no-deps --target "$target" "$work"/whl/horovod-*.whl
+python3 -m pip install -q --no-deps --upgrade --target "$target" "$work"/whl/horovod-*.whl
 echo "horovod installed into $target (check: PYTHONPATH=$target python3 -c 'import horovod.torch as h; print(h.nccl_built())')"
