@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from accelml.convert import OBJECT, JSONValue, from_data, to_object
+from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
 
 JSONScalar = str | int | float | bool | None
 
@@ -55,18 +55,15 @@ class CaseLike(Protocol):
 
 
 @dataclass(frozen=True)
-class Expectation:
+class Expectation(JSONRecord):
     """Whether two results should be bitwise identical, and the reason either way."""
 
     bitwise: bool
     reason: str
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
 
 @dataclass(frozen=True)
-class RepeatPolicy:
+class RepeatPolicy(JSONRecord):
     """How often a case is measured.
 
     It runs ``warmup`` uncounted rounds, then repeats until the confidence interval of every
@@ -87,16 +84,9 @@ class RepeatPolicy:
     def fixed(self) -> bool:
         return self.min_repeats == self.max_repeats
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> RepeatPolicy:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class DatasetSpec:
+class DatasetSpec(JSONRecord):
     """One ``[datasets.NAME]`` table: ``source`` and its options (sorted key/value pairs)."""
 
     name: str
@@ -115,16 +105,9 @@ class DatasetSpec:
     def digest(self) -> str:
         return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> DatasetSpec:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class Case:
+class Case(JSONRecord):
     """One runnable case: what it is, and how it is measured."""
 
     algorithm: str
@@ -176,9 +159,6 @@ class Case:
     def json_extras(self) -> dict[str, JSONValue]:
         """Written beside the fields (:mod:`accelml.convert`): the ``case_id``, checked when read."""
         return {"case_id": self.case_id}
-
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Case:

@@ -35,7 +35,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Self, TypeVar, Union, cast
 
 if TYPE_CHECKING:  # annotations only: the protocol every dataclass satisfies
     from _typeshed import DataclassInstance
@@ -47,6 +47,18 @@ D = TypeVar("D", bound="DataclassInstance")
 
 OBJECT = {"json": "object"}
 """Field metadata: write this tuple of ``(str, value)`` pairs as a JSON object."""
+
+
+class JSONRecord:
+    """What a stored record inherits: ``to_dict`` and ``from_dict`` through this converter
+    (a record that must check more when read overrides ``from_dict`` and calls ``from_data``)."""
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return to_object(cast("DataclassInstance", self))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Self:
+        return cast(Self, from_data(cast("type[DataclassInstance]", cls), data))
 
 
 def to_data(value: object) -> JSONValue:

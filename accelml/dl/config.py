@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelml.cases import Case, JSONScalar
-from accelml.convert import OBJECT, JSONValue, from_data, to_object
+from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
 from accelml.dl.strategies import LAUNCHERS, STRATEGIES_POINT, Strategy, default_strategy
 from accelml.errors import SpecError
 
@@ -72,7 +72,7 @@ def warmup_learning_rate(target: float, workers: int, warmup_epochs: float, epoc
 
 
 @dataclass(frozen=True)
-class TrainingConfig:
+class TrainingConfig(JSONRecord):
     """One data-parallel training run. ``batch_size`` is per worker; see ``global_batch_size``.
 
     ``strategy`` names a :class:`~accelml.dl.strategies.Strategy` record (default: the one
@@ -190,9 +190,6 @@ class TrainingConfig:
         """A copy with ``changes`` (each checked against its field by ``__post_init__``)."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> TrainingConfig:
         """The config ``data`` describes; an unknown key is a :class:`SpecError` naming the allowed."""
@@ -251,7 +248,7 @@ def training_config_dict(case: Case) -> dict[str, JSONScalar]:
 
 
 @dataclass(frozen=True)
-class EpochRecord:
+class EpochRecord(JSONRecord):
     """One epoch as every rank agreed on it (metrics averaged across workers)."""
 
     epoch: int
@@ -263,7 +260,7 @@ class EpochRecord:
 
 
 @dataclass(frozen=True)
-class TrainingResult:
+class TrainingResult(JSONRecord):
     """What one run measured. Times exclude process start and data loading.
 
     ``epochs[0]`` is the warm-up epoch (tracing, XLA compilation, cache fill): it is
@@ -345,9 +342,6 @@ class TrainingResult:
         """A copy with ``changes``."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
     def json_extras(self) -> dict[str, JSONValue]:
         """Written beside the fields (:mod:`accelml.convert`) for a reader of the rank's JSON."""
         return {"summary": {
@@ -359,10 +353,6 @@ class TrainingResult:
             "final_loss": self.final_loss,
             "final_accuracy": self.final_accuracy,
         }}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> TrainingResult:
-        return from_data(cls, data)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1, sort_keys=True)

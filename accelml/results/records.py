@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from enum import Enum
 
 from accelml.cases import Case, JSONScalar, canonical_json
-from accelml.convert import OBJECT, JSONValue, from_data, to_object
+from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 1
 
@@ -156,7 +156,7 @@ def _quantile(ordered: list[float], q: float) -> float:
 
 
 @dataclass(frozen=True)
-class PhaseTiming:
+class PhaseTiming(JSONRecord):
     """Wall-clock seconds of one phase over the counted repeats, and the figures derived from them."""
 
     phase: str
@@ -230,32 +230,18 @@ class PhaseTiming:
         return self.count >= 2 and (self.ci_halfwidth_rel <= target_rel
                                     or halfwidth_s <= TIMER_NOISE_FLOOR_S)
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> PhaseTiming:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class Score:
+class Score(JSONRecord):
     """One quality figure of a case (accuracy, r2, inertia, log_loss, ...)."""
 
     name: str
     value: float
     higher_is_better: bool
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Score:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class ArrayRef:
+class ArrayRef(JSONRecord):
     """An array kept beside the store under its content digest (see ``store.array_digest``)."""
 
     name: str            # "predictions", "probabilities", "labels", ...
@@ -263,16 +249,9 @@ class ArrayRef:
     dtype: str
     shape: tuple[int, ...]
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> ArrayRef:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class DatasetInfo:
+class DatasetInfo(JSONRecord):
     """What data a case ran on: its content digest, shape, dtype and memory layout."""
 
     name: str
@@ -287,26 +266,16 @@ class DatasetInfo:
     layout: str              # "C", "F" or "csr"
     feature_shape: tuple[int, ...] = ()   # per-sample shape for images, e.g. (28, 28, 1)
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> DatasetInfo:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class GPUDevice:
+class GPUDevice(JSONRecord):
     model: str
     driver: str
     memory_mib: int
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
 
 @dataclass(frozen=True)
-class Environment:
+class Environment(JSONRecord):
     """Where a result was measured. ``env_hash`` names the software + hardware environment.
 
     The hash covers python, platform, CPU model, core counts, library versions and GPUs; it
@@ -346,16 +315,9 @@ class Environment:
         """Written beside the fields (:mod:`accelml.convert`), for readers of the raw JSON."""
         return {"env_hash": self.env_hash}
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Environment:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class EpochRecord:
+class EpochRecord(JSONRecord):
     """One training epoch of a deep-learning case (as seen by rank 0)."""
 
     epoch: int
@@ -365,16 +327,9 @@ class EpochRecord:
     val_loss: float | None = None
     val_accuracy: float | None = None
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> EpochRecord:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class DLMeasurements:
+class DLMeasurements(JSONRecord):
     """What a deep-learning (Keras) case measured beyond the common fields.
 
     ``epochs`` holds every epoch including the first; ``warmup_epochs`` of them are left out of
@@ -412,16 +367,9 @@ class DLMeasurements:
         """Written beside the fields (:mod:`accelml.convert`), for readers of the raw JSON."""
         return {"global_batch_size": self.global_batch_size}
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> DLMeasurements:
-        return from_data(cls, data)
-
 
 @dataclass(frozen=True)
-class CaseResult:
+class CaseResult(JSONRecord):
     """Everything one case measured (or why it failed). Keyed by ``(run_id, case_id)``."""
 
     run_id: str
@@ -531,9 +479,6 @@ class CaseResult:
     def params_dict(self) -> dict[str, JSONScalar]:
         return dict(self.params)
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
-
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
 
@@ -548,7 +493,7 @@ class CaseResult:
 
 
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(JSONRecord):
     """One comparison: the spec it ran, its reference backend and the client's environment."""
 
     run_id: str
@@ -572,9 +517,6 @@ class RunRecord:
     @property
     def env_hash(self) -> str | None:
         return None if self.environment is None else self.environment.env_hash
-
-    def to_dict(self) -> dict[str, JSONValue]:
-        return to_object(self)
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
