@@ -35,6 +35,7 @@ from pathlib import Path
 
 from accelml.cases import Case
 from accelml.results.records import CaseResult, FailureKind, utc_now
+from accelml.runner.worker import CaseDocument, CaseInput
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -177,13 +178,11 @@ def execute_case(task: CaseTask) -> CaseOutput:
         stderr_path = scratch / "stderr.txt"
         started_at = utc_now()
         spawned_at = time.time()
-        payload = {
-            "case": task.case.to_dict(), "run_id": task.run_id, "cache_dir": task.cache_dir,
-            "arrays_dir": str(scratch / "arrays"), "threads": task.threads,
-            "time_limit_s": time_limit, "attempt": task.attempt, "spawned_at": spawned_at,
-            "deterministic": task.deterministic,
-        }
-        input_path.write_text(json.dumps(payload))
+        inputs = CaseInput(case=task.case, run_id=task.run_id, arrays_dir=str(scratch / "arrays"),
+                           cache_dir=task.cache_dir, threads=task.threads, time_limit_s=time_limit,
+                           attempt=task.attempt, spawned_at=spawned_at,
+                           deterministic=task.deterministic)
+        input_path.write_text(json.dumps(inputs.to_dict()))
         env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
                "PYTHONUNBUFFERED": "1"}
         # The case process imports the same accelml as this one, installed or not.
@@ -241,10 +240,10 @@ def execute_case(task: CaseTask) -> CaseOutput:
                                wall, started_at, peak_rss)
             return _failed(task, FailureKind.KILLED, f"exited with code {code} without a result"
                            + (f": {last}" if last else ""), wall, started_at, peak_rss)
-        document = json.loads(output_path.read_text())
-        result = dataclasses.replace(CaseResult.from_dict(document["result"]), wall_seconds=wall)
+        document = CaseDocument.from_dict(json.loads(output_path.read_text()))
+        result = dataclasses.replace(document.result, wall_seconds=wall)
         arrays = {digest: (scratch / "arrays" / f"{digest}.npy").read_bytes()
-                  for digest in document.get("arrays", [])}
+                  for digest in document.arrays}
         return CaseOutput(result, arrays)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

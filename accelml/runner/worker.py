@@ -27,12 +27,14 @@ import os
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from accelml.cases import Case
+from accelml.convert import JSONRecord
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.estimators import Estimator, task_of
@@ -107,7 +109,7 @@ def scores_for(task: str, estimator: Any, X_test: np.ndarray, y_test: np.ndarray
     return scores, extra
 
 
-def _build_estimator(case: Any, threads: int | None) -> Any:
+def _build_estimator(case: Case, threads: int | None) -> Estimator:
     """The case's estimator, with ``n_jobs = threads`` when the algorithm takes n_jobs on this
     backend and the spec did not set it (the thread pools are limited in any case)."""
     params = case.params_dict
@@ -120,7 +122,7 @@ def _build_estimator(case: Any, threads: int | None) -> Any:
     return Estimator(case.algorithm, backend=case.backend, device=case.device, **params)
 
 
-def measure_estimator(case: Any, context: MeasureContext) -> Measurements:
+def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     """Load the data, then warm up and repeat fit and predict of one estimator."""
     from sklearn.base import clone
 
@@ -189,26 +191,52 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def run_case(payload: dict[str, Any]) -> dict[str, Any]:
-    """Run the case described by ``payload`` (see :mod:`accelml.runner.process`); never raises."""
+@dataclass(frozen=True)
+class CaseInput(JSONRecord):
+    """What the case process is told (``input.json``): the case, its run, where its arrays and
+    the dataset cache go, its threads, time limit, attempt and when it was spawned."""
+
+    case: Case
+    run_id: str
+    arrays_dir: str
+    cache_dir: str | None = None
+    threads: int | None = None
+    time_limit_s: float | None = None
+    attempt: int = 1
+    spawned_at: float | None = None
+    deterministic: bool = False
+
+
+@dataclass(frozen=True)
+class CaseDocument(JSONRecord):
+    """What the case process answers (``result.json``): the result, the digests of the arrays
+    it wrote to ``arrays_dir``, and the traceback of a case that raised."""
+
+    result: CaseResult
+    arrays: tuple[str, ...] = ()
+    traceback: str = ""
+
+
+def run_case(inputs: CaseInput) -> CaseDocument:
+    """Run the case ``inputs`` describes (see :mod:`accelml.runner.process`); never raises."""
     ready = time.time()
     started_at = utc_now()
-    case = Case.from_dict(payload["case"])
-    arrays_dir = Path(payload["arrays_dir"])
-    threads = payload.get("threads")
+    case = inputs.case
+    arrays_dir = Path(inputs.arrays_dir)
+    threads = inputs.threads
+    spawned_at = ready if inputs.spawned_at is None else inputs.spawned_at
+    startup = max(0.0, ready - spawned_at)
     deadline = None
-    if payload.get("time_limit_s"):
-        spent = max(0.0, ready - payload.get("spawned_at", ready))
-        deadline = time.monotonic() + float(payload["time_limit_s"]) - spent
-    context = MeasureContext(payload.get("cache_dir"), str(arrays_dir.parent), deadline, threads)
-    attempts = int(payload.get("attempt", 1))
-    startup = max(0.0, ready - payload.get("spawned_at", ready))
+    if inputs.time_limit_s:
+        deadline = time.monotonic() + float(inputs.time_limit_s) - startup
+    context = MeasureContext(inputs.cache_dir, str(arrays_dir.parent), deadline, threads)
+    attempts = inputs.attempt
     pools: tuple[tuple[str, int], ...] = ()
     stored: list[str] = []
     try:
         from threadpoolctl import threadpool_info, threadpool_limits
 
-        if payload.get("deterministic"):
+        if inputs.deterministic:
             # The client already set the environment (before any library was imported here);
             # this seeds Python's and NumPy's global generators.
             apply_deterministic_mode(case, threads=threads)
@@ -233,7 +261,7 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
             stored.append(digest)
         task = measured.task or ("classification" if case.is_deep_learning else "")
         result = CaseResult(
-            run_id=payload["run_id"], case_id=case.case_id, algorithm=case.algorithm,
+            run_id=inputs.run_id, case_id=case.case_id, algorithm=case.algorithm,
             backend=case.backend, device=case.device, dataset=case.dataset.name,
             workers=case.workers, strategy=case.strategy, params=case.params,
             started_at=started_at, attempts=attempts, status=CaseResult.OK, task=task,
@@ -245,8 +273,7 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
             dataset_info=measured.dataset_info, dl=measured.dl, finished_at=utc_now(),
             stopped_because=measured.stopped_because,
         )
-        document = {"result": result.to_dict(), "arrays": stored,
-                    "stopped_because": measured.stopped_because}
+        document = CaseDocument(result, tuple(stored))
     except BaseException as error:  # any failure of the case becomes its recorded reason
         if isinstance(error, MemoryError):
             kind = FailureKind.MEMORY
@@ -257,20 +284,19 @@ def run_case(payload: dict[str, Any]) -> dict[str, Any]:
         else:
             kind = FailureKind.ERROR
         result = CaseResult.failed(
-            case, payload["run_id"], kind, _one_line(error), threads=threads, attempts=attempts,
+            case, inputs.run_id, kind, _one_line(error), threads=threads, attempts=attempts,
             started_at=started_at, timings=(PhaseTiming.from_samples("startup", [startup]),),
             peak_host_memory_bytes=peak_host_memory_bytes(), environment=fingerprint(threads),
         )
-        document = {"result": result.to_dict(), "arrays": [], "traceback": traceback.format_exc()}
+        document = CaseDocument(result, traceback=traceback.format_exc())
     return document
 
 
 def main(input_path: str, output_path: str | None) -> int:
     _watch_parent()
     with open(input_path) as handle:
-        payload = json.load(handle)
-    document = run_case(payload)
-    text = json.dumps(document)
+        inputs = CaseInput.from_dict(json.load(handle))
+    text = json.dumps(run_case(inputs).to_dict())
     if output_path is None:
         print(text)
     else:

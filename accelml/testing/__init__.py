@@ -33,7 +33,7 @@ import numpy as np
 from accelml.cases import Case
 from accelml.report.arrays import compare_arrays, value_differences
 from accelml.results.records import CaseResult
-from accelml.runner.worker import run_case
+from accelml.runner.worker import CaseInput, run_case
 
 __all__ = ["assert_equivalent", "assert_reproducible"]
 
@@ -176,11 +176,9 @@ def _assert_case_reproducible(case: Case, runs: int, require_seed: bool) -> None
     outputs = []
     with tempfile.TemporaryDirectory(prefix="accelml-reproducible-") as scratch:
         for index in range(runs):
-            document = run_case({
-                "case": case.to_dict(), "run_id": "assert-reproducible", "cache_dir": None,
-                "arrays_dir": f"{scratch}/{index}", "threads": case.threads,
-                "time_limit_s": case.time_limit_s, "spawned_at": time.time()})
-            result = CaseResult.from_dict(document["result"])
+            result = run_case(CaseInput(
+                case=case, run_id="assert-reproducible", arrays_dir=f"{scratch}/{index}",
+                threads=case.threads, time_limit_s=case.time_limit_s, spawned_at=time.time())).result
             if not result.ok:
                 raise AssertionError(f"case {case.label} failed: {result.reason}")
             if len(result.repeat_prediction_digests) >= 2:

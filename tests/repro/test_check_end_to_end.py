@@ -14,11 +14,11 @@ from accelml.cli import main
 from accelml.compare import default_threads, new_run_id, run_experiment
 from accelml.report.baseline import Baseline, check_run, make_baseline
 from accelml.report.repro import agreement_matrix
-from accelml.results.records import CaseResult, RunRecord, utc_now
+from accelml.results.records import RunRecord, utc_now
 from accelml.results.store import ResultsStore
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
-from accelml.runner.worker import run_case
+from accelml.runner.worker import CaseInput, run_case
 from accelml.spec.load import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,14 +114,14 @@ def _rerun_in_process(experiment, store: ResultsStore, root: Path, cases=None,
     store.create_run(run)
     for case in cases:
         arrays_dir = root / "arrays" / run.run_id / case.case_id
-        case_data = {**case.to_dict(), "threads": threads}
-        document = run_case({"case": case_data, "run_id": run.run_id,
-                             "cache_dir": str(root / "cache"), "arrays_dir": str(arrays_dir),
-                             "threads": threads, "time_limit_s": 120, "spawned_at": time.time()})
-        result = CaseResult.from_dict(document["result"])
+        document = run_case(CaseInput(
+            case=dataclasses.replace(case, threads=threads), run_id=run.run_id,
+            arrays_dir=str(arrays_dir), cache_dir=str(root / "cache"), threads=threads,
+            time_limit_s=120, spawned_at=time.time()))
+        result = document.result
         assert result.ok, result.reason
         store.add_case_result(result, {digest: (arrays_dir / f"{digest}.npy").read_bytes()
-                                       for digest in document["arrays"]})
+                                       for digest in document.arrays})
     store.set_run_status(run.run_id, status)
     return run.run_id
 
