@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelml.cases import Case
+from accelml.convert import JSONRecord
 from accelml.results.records import CaseResult, FailureKind, utc_now
-from accelml.runner.worker import CaseDocument, CaseInput
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -82,6 +82,32 @@ class CaseTask:
     @property
     def time_limit_s(self) -> float:
         return self.case.time_limit_s
+
+
+@dataclass(frozen=True)
+class CaseInput(JSONRecord):
+    """What the case process is told (``input.json``): the case, its run, where its arrays and
+    the dataset cache go, its threads, time limit, attempt and when it was spawned."""
+
+    case: Case
+    run_id: str
+    arrays_dir: str
+    cache_dir: str | None = None
+    threads: int | None = None
+    time_limit_s: float | None = None
+    attempt: int = 1
+    spawned_at: float | None = None
+    deterministic: bool = False
+
+
+@dataclass(frozen=True)
+class CaseDocument(JSONRecord):
+    """What the case process answers (``result.json``): the result, the digests of the arrays
+    it wrote to ``arrays_dir``, and the traceback of a case that raised."""
+
+    result: CaseResult
+    arrays: tuple[str, ...] = ()
+    traceback: str = ""
 
 
 @dataclass(frozen=True)

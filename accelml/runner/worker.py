@@ -27,14 +27,12 @@ import os
 import threading
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from accelml.cases import Case
-from accelml.convert import JSONRecord
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.estimators import Estimator, task_of
@@ -56,6 +54,7 @@ from accelml.runner.measure import (
     peak_host_memory_bytes,
     repeat_until_stable,
 )
+from accelml.runner.process import CaseDocument, CaseInput
 
 PREDICT_METHOD = {"decomposition": "transform"}
 
@@ -189,32 +188,6 @@ def _watch_parent() -> None:
                 os._exit(70)
 
     threading.Thread(target=watch, daemon=True).start()
-
-
-@dataclass(frozen=True)
-class CaseInput(JSONRecord):
-    """What the case process is told (``input.json``): the case, its run, where its arrays and
-    the dataset cache go, its threads, time limit, attempt and when it was spawned."""
-
-    case: Case
-    run_id: str
-    arrays_dir: str
-    cache_dir: str | None = None
-    threads: int | None = None
-    time_limit_s: float | None = None
-    attempt: int = 1
-    spawned_at: float | None = None
-    deterministic: bool = False
-
-
-@dataclass(frozen=True)
-class CaseDocument(JSONRecord):
-    """What the case process answers (``result.json``): the result, the digests of the arrays
-    it wrote to ``arrays_dir``, and the traceback of a case that raised."""
-
-    result: CaseResult
-    arrays: tuple[str, ...] = ()
-    traceback: str = ""
 
 
 def run_case(inputs: CaseInput) -> CaseDocument:

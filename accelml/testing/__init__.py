@@ -33,7 +33,8 @@ import numpy as np
 from accelml.cases import Case
 from accelml.report.arrays import compare_arrays, value_differences
 from accelml.results.records import CaseResult
-from accelml.runner.worker import CaseInput, run_case
+from accelml.runner.process import CaseInput
+from accelml.runner.worker import run_case
 
 __all__ = ["assert_equivalent", "assert_reproducible"]
 

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 from accelml.datasets import load_dataset
-from accelml.dl.config import TrainingConfig
+from accelml.dl.config import TrainingConfig, training_config_dict
 from accelml.dl.data import load_image_data
 from accelml.errors import SpecError
-from accelml.runner.hooks import training_config_dict
 from accelml.spec.load import load_spec, load_spec_text
 
 REPO = Path(__file__).resolve().parents[2]
