@@ -18,6 +18,7 @@ import numpy as np
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
 from accelml.dl.engine_objects import KerasOptimizer, Tensor
+from accelml.dl.models import batchnorm_momentum
 from accelml.errors import UnavailableError
 
 
@@ -150,7 +151,7 @@ def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: in
         epochs=epochs, test_loss=test_loss, test_accuracy=test_accuracy,
         weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
         backend=backend, versions=versions(*libraries), files=files_under(output_dir),
-        devices=devices, rank=rank)
+        devices=devices, rank=rank, batchnorm_momentum=batchnorm_momentum(model))
 
 
 def files_under(directory: str | None) -> tuple[str, ...]:

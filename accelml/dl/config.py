@@ -30,6 +30,7 @@ OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 CACHES = ("memory", "disk", "none")
 DEVICES = ("cpu", "gpu")
+STEP_CAPTURES = ("none", "cuda-graph")
 
 
 def scaled_learning_rate(base: float, workers: int, scaling: str) -> float:
@@ -86,7 +87,10 @@ class TrainingConfig(JSONRecord):
     written by rank 0 only; ``launcher`` (None: chosen by :func:`accelml.dl.launch`) starts
     the ranks; ``checkpoints``/``tensorboard``/``save_model`` need it by the
     time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod
-    as its environment (by the strategies that run on Horovod).
+    as its environment (by the strategies that run on Horovod). ``step_capture``
+    ``"cuda-graph"`` replays Keras-on-torch training steps from CUDA graphs (GPUs; see
+    :mod:`accelml.dl.strategies.torch_loop`). ``batchnorm_momentum`` sets the momentum of
+    every BatchNorm layer of the model (None: the model's own, 0.99 in Keras).
     """
 
     model: str = "mnist_cnn"
@@ -125,6 +129,8 @@ class TrainingConfig(JSONRecord):
     horovod_cycle_time_ms: float | None = None
     time_limit_s: float = 1800.0
     launcher: str | None = None
+    step_capture: str = "none"
+    batchnorm_momentum: float | None = None
     model_options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -135,7 +141,8 @@ class TrainingConfig(JSONRecord):
         if strategy is None:
             raise bad("strategy", "one of " + ", ".join(sorted(STRATEGIES_POINT.names())))
         for key, allowed in (("lr_scaling", LR_SCALINGS), ("optimizer", OPTIMIZERS),
-                             ("precision", PRECISIONS), ("cache", CACHES), ("device", DEVICES)):
+                             ("precision", PRECISIONS), ("cache", CACHES), ("device", DEVICES),
+                             ("step_capture", STEP_CAPTURES)):
             if getattr(self, key) not in allowed:
                 raise bad(key, "one of " + ", ".join(allowed))
         for key in ("workers", "batch_size", "epochs"):
@@ -151,6 +158,13 @@ class TrainingConfig(JSONRecord):
             raise bad("learning_rate", "> 0")
         if self.warmup_epochs < 0:
             raise bad("warmup_epochs", ">= 0")
+        if self.step_capture == "cuda-graph" and (self.device != "gpu"
+                                                  or self.engine != "torch"):
+            raise SpecError("training step_capture = 'cuda-graph' captures Keras-on-torch "
+                            "training steps on GPUs: it needs device 'cuda' and "
+                            "keras_backend 'torch'")
+        if self.batchnorm_momentum is not None and not 0.0 <= self.batchnorm_momentum < 1.0:
+            raise bad("batchnorm_momentum", "a number in [0, 1)")
         if self.cache == "disk" and not self.cache_dir:
             raise SpecError("training cache = 'disk' needs cache_dir (fast local storage)")
         if isinstance(self.model_options, dict):
@@ -159,6 +173,18 @@ class TrainingConfig(JSONRecord):
     @property
     def global_batch_size(self) -> int:
         return self.batch_size * self.workers
+
+    @property
+    def model_arguments(self) -> dict[str, object]:
+        """What :func:`accelml.dl.models.build_model` takes besides the model's name and shape.
+
+        >>> TrainingConfig(batchnorm_momentum=0.9, model_options={"width": 4}).model_arguments
+        {'width': 4, 'batchnorm_momentum': 0.9}
+        """
+        arguments = dict(self.model_options)
+        if self.batchnorm_momentum is not None:
+            arguments["batchnorm_momentum"] = self.batchnorm_momentum
+        return arguments
 
     @property
     def scaled_learning_rate(self) -> float:
@@ -266,7 +292,8 @@ class TrainingResult(JSONRecord):
     ``epochs[0]`` is the warm-up epoch (tracing, XLA compilation, cache fill): it is
     reported as ``first_epoch_s`` and left out of ``mean_epoch_s`` and ``images_per_s``.
     ``rank_digests`` holds the SHA-256 of every rank's final weights (one entry per
-    process; for single-process strategies, one entry).
+    process; for single-process strategies, one entry). ``batchnorm_momentum``: the model's
+    (:func:`accelml.dl.models.batchnorm_momentum`), None without BatchNorm.
     """
 
     strategy: str
@@ -292,6 +319,12 @@ class TrainingResult(JSONRecord):
     files: tuple[str, ...] = ()
     devices: tuple[str, ...] = ()
     rank: int = 0
+    batchnorm_momentum: float | None = None
+
+    @property
+    def batchnorm_updates(self) -> int:
+        """How many times the BatchNorm moving statistics were updated: one per training step."""
+        return self.steps_per_epoch * len(self.epochs)
 
     @property
     def epoch_times_s(self) -> tuple[float, ...]:

@@ -11,7 +11,7 @@ model whose last layer is a float32 softmax.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 
 from accelml.dl.engine_objects import KerasModel
@@ -126,13 +126,64 @@ MODELS: dict[str, ModelBuilder] = {
 }
 
 
+def _layers(model: KerasModel) -> Iterator[KerasModel]:
+    """Every layer of ``model``, nested models' layers included."""
+    stack = list(getattr(model, "layers", []))
+    while stack:
+        layer = stack.pop()
+        yield layer
+        stack.extend(getattr(layer, "layers", []))
+
+
+def batchnorm_momentum(model: KerasModel) -> float | None:
+    """The largest momentum of ``model``'s BatchNorm layers (their moving statistics forget
+    slowest), None without BatchNorm.
+
+    >>> import keras
+    >>> batchnorm_momentum(build_model("small_resnet", keras, (8, 8, 1), 10))
+    0.99
+    >>> batchnorm_momentum(build_model("small_resnet", keras, (8, 8, 1), 10,
+    ...                                batchnorm_momentum=0.9))
+    0.9
+    >>> batchnorm_momentum(build_model("mlp", keras, (8, 8, 1), 10)) is None
+    True
+    """
+    found = [float(layer.momentum) for layer in _layers(model)
+             if hasattr(layer, "moving_mean") and hasattr(layer, "momentum")]
+    return max(found) if found else None
+
+
+def _set_batchnorm_momentum(model: KerasModel, momentum: object) -> None:
+    if not isinstance(momentum, (int, float)) or isinstance(momentum, bool) \
+            or not 0.0 <= momentum < 1.0:
+        raise SpecError(f"model_options batchnorm_momentum must be a number in [0, 1), "
+                        f"not {momentum!r}")
+    for layer in _layers(model):
+        if hasattr(layer, "moving_mean") and hasattr(layer, "momentum"):
+            layer.momentum = float(momentum)
+
+
 def build_model(name: str, keras: ModuleType, input_shape: Sequence[int], classes: int,
                 **options: object) -> KerasModel:
-    """Build model ``name`` (one of :data:`MODELS`) with ``keras`` for ``input_shape``."""
+    """Build model ``name`` (one of :data:`MODELS`) with ``keras`` for ``input_shape``.
+
+    Every model also takes ``batchnorm_momentum``: the momentum of all its BatchNorm layers'
+    moving statistics (Keras: 0.99; MLPerf's ResNet-50: 0.9), which sets how many steps the
+    statistics used at evaluation need to forget their initial values.
+    """
     try:
         builder = MODELS[name]
     except KeyError:
         raise SpecError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
+    momentum = options.pop("batchnorm_momentum", None)
+    model = _built(name, builder, keras, input_shape, classes, options)
+    if momentum is not None:
+        _set_batchnorm_momentum(model, momentum)
+    return model
+
+
+def _built(name: str, builder: ModelBuilder, keras: ModuleType, input_shape: Sequence[int],
+           classes: int, options: dict[str, object]) -> KerasModel:
     try:
         return builder(keras, tuple(input_shape), int(classes), **options)
     except TypeError as error:

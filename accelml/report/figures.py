@@ -199,6 +199,7 @@ def agreement_heatmap(results: Sequence[CaseResult], matrix: AgreementMatrix,
     for kind, comparisons in (("cross-backend", matrix.cross_backend),
                               ("cross-device", matrix.cross_device),
                               ("cross-scale", matrix.cross_scale),
+                              ("cross-strategy", matrix.cross_strategy),
                               ("cross-run", matrix.cross_run)):
         if not comparisons:
             continue

@@ -185,6 +185,7 @@ def _agreement_table(report: RunReport, matrix: AgreementMatrix) -> dict[str, An
                 "not repeated" if row.repeats < 2 else f"{row.repeats} repeats"),
             "cells": cells, "expected": "yes" if row.expectation.bitwise else "no",
             "why": row.expectation.reason, "unexpected": row.unexpected,
+            "notes": list(row.notes),
         })
     return {"columns": [{"name": measure.name, "column": measure.heading,
                          "title": measure.description} for measure in columns],

@@ -243,6 +243,8 @@ class Measure:
     ``summary``: a measure that can stand for a whole comparison in one figure (the terminal
     table's agreement column, the heat map) has a rank; the lowest that applies is shown.
     ``order`` places its column (built-ins use 10-60; third parties come after by default).
+    ``explain(pair)``: why the two results differ as much as they do, where the record of
+    the results says (None: nothing to say); shown under the matrix and in the report.
     """
 
     name: str
@@ -257,12 +259,17 @@ class Measure:
     text: Callable[[Reading], str] = number_text
     summary: int | None = None
     order: int = 100
+    explain: Callable[[Pair], str | None] | None = None
 
     def between(self, pair: Pair) -> Reading | None:
         """The measure between ``pair.a`` and ``pair.b`` (None: it does not apply)."""
         if self.compute is None:
             return None
         return self.aggregate.combine(tuple(self.compute(pair)), self.ideal)
+
+    def reason(self, pair: Pair) -> str | None:
+        """What :attr:`explain` says of ``pair`` (None without it)."""
+        return None if self.explain is None else self.explain(pair)
 
     def of(self, outputs: Outputs) -> Reading | None:
         """The measure of one result alone (None: it has no single-result form or does not apply)."""

@@ -12,10 +12,12 @@ bitwise identity, label agreement, max/mean |Δ| absolute and relative, score Δ
 loss/accuracy Δ and rank agreement). It is the one place agreement is computed: the terminal
 table's agreement column, the matrix, the HTML report and the baseline all read it.
 
-The matrix (:func:`agreement_matrix`) has four parts: run-to-run (the repeats of each case:
+The matrix (:func:`agreement_matrix`) has these parts: run-to-run (the repeats of each case:
 the runner keeps the digest of every repeat's predictions), cross-backend (each backend
-against the reference backend), cross-device (CPU against CUDA) and cross-scale (1 worker
-against N). Each entry carries :func:`accelml.expectations.pair_expectation`: whether
+against the reference backend), cross-device (CPU against CUDA), cross-scale (1 worker
+against N) and cross-strategy (deep-learning strategies against the run's first one, at
+the same worker count and per-worker batch, so the same global batch). Each entry carries
+:func:`accelml.expectations.pair_expectation`: whether
 bitwise identity is expected there and why not, so a surprise is flagged (``unexpected``).
 
 >>> import tempfile
@@ -60,7 +62,8 @@ from accelml.report.measure import (
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
 
-KINDS = ("run-to-run", "cross-backend", "cross-device", "cross-scale", "cross-run")
+KINDS = ("run-to-run", "cross-backend", "cross-device", "cross-scale", "cross-strategy",
+         "cross-run")
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class Agreement:
     bitwise_identical: bool | None      # every shared array (and rank 0's final weights) equal
     expectation: Expectation
     readings: Readings = ()
+    notes: tuple[str, ...] = ()          # why the results differ, where a measure can say
 
     def reading(self, name: str) -> Reading | None:
         """The reading of the measure called ``name`` (None when it did not apply)."""
@@ -125,6 +129,7 @@ class Agreement:
             "arrays": [m.to_dict() for m in self.arrays],
             "scores": [s.to_dict() for s in self.scores],
             "expectation": self.expectation.to_dict(), "unexpected": self.unexpected,
+            "notes": list(self.notes),
         }
 
 
@@ -206,9 +211,11 @@ def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore 
     pair = Pair(outputs_a, outputs_b, arrays, scores)
     readings = tuple((measure, reading) for measure in (measures_used or measures())
                      if (reading := measure.between(pair)) is not None)
+    notes = tuple(dict.fromkeys(note for measure in (measures_used or measures())
+                                if (note := measure.reason(pair)) is not None))
     return Agreement(kind, case_ref(a), case_ref(b), arrays, scores,
                      bitwise_identical(arrays, a, b), pair_expectation(a, b, deterministic),
-                     readings)
+                     readings, notes)
 
 
 def run_to_run(result: CaseResult, deterministic: bool = True, store: ResultsStore | None = None,
@@ -233,10 +240,18 @@ Identity = tuple[tuple[str, Any], ...]
 PickReference = Callable[[CaseResult, list[CaseResult]], CaseResult]
 
 
+ENGINE_PARAMS = ("keras_backend", "step_capture")
+"""Training keys that pick how a strategy runs, not what it trains: left out where
+strategies are compared with each other."""
+
+
 def _identity(result: CaseResult, leave_out: Iterable[str]) -> Identity:
+    leave_out = tuple(leave_out)
+    params = tuple(sorted(item for item in result.params
+                          if "strategy" not in leave_out or item[0] not in ENGINE_PARAMS))
     fields = {"algorithm": result.algorithm, "backend": result.backend, "device": result.device,
               "workers": result.workers, "strategy": result.strategy or default_strategy().name,
-              "dataset": result.dataset, "params": tuple(sorted(result.params))}
+              "dataset": result.dataset, "params": params}
     for name in leave_out:
         fields.pop(name)
     return tuple(sorted(fields.items()))
@@ -284,6 +299,7 @@ class MatrixRow:
     readings: Readings
     expectation: Expectation
     unexpected: bool
+    notes: tuple[str, ...] = ()
 
     def reading(self, name: str) -> Reading | None:
         return _reading(self.readings, name)
@@ -304,10 +320,12 @@ class AgreementMatrix:
     cross_scale: tuple[Agreement, ...]
     cross_run: tuple[Agreement, ...] = ()
     skipped: tuple[tuple[str, str], ...] = field(default=())
+    cross_strategy: tuple[Agreement, ...] = ()
 
     @property
     def comparisons(self) -> tuple[Agreement, ...]:
-        return self.cross_backend + self.cross_device + self.cross_scale + self.cross_run
+        return (self.cross_backend + self.cross_device + self.cross_scale + self.cross_strategy
+                + self.cross_run)
 
     @property
     def unexpected(self) -> tuple[RunToRun | Agreement, ...]:
@@ -319,7 +337,8 @@ class AgreementMatrix:
         rows = [MatrixRow("run-to-run", entry.case, None, entry.repeats, entry.readings,
                           entry.expectation, entry.unexpected) for entry in self.run_to_run]
         rows += [MatrixRow(entry.kind, entry.a, entry.b, None, entry.readings,
-                           entry.expectation, entry.unexpected) for entry in self.comparisons]
+                           entry.expectation, entry.unexpected, entry.notes)
+                 for entry in self.comparisons]
         return rows
 
     def columns(self) -> tuple[Measure, ...]:
@@ -345,6 +364,7 @@ class AgreementMatrix:
             "cross_backend": [e.to_dict() for e in self.cross_backend],
             "cross_device": [e.to_dict() for e in self.cross_device],
             "cross_scale": [e.to_dict() for e in self.cross_scale],
+            "cross_strategy": [e.to_dict() for e in self.cross_strategy],
             "cross_run": [e.to_dict() for e in self.cross_run],
             "skipped": [list(item) for item in self.skipped],
         }
@@ -382,6 +402,10 @@ def format_rows(rows: Sequence[MatrixRow], columns: Sequence[Measure], width: in
     if reasons:
         lines.append("not expected to be bitwise identical:")
         lines.extend(f"  - {reason}" for reason in reasons)
+    for row in rows:
+        for note in row.notes:
+            other = f"{row.other.label} against " if row.other is not None else ""
+            lines.append(f"note ({row.kind}) {other}{row.reference.label}: {note}")
     for row in rows:
         if row.unexpected:
             other = f" vs {row.other.label}" if row.other is not None else ""
@@ -422,6 +446,10 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_device = comparisons("cross-device", ("device",), lambda r: r.device == "cpu")
     cross_scale = comparisons("cross-scale", ("workers", "strategy"), lambda r: r.workers == 1,
                               _same_strategy_reference)
+    strategies = list(dict.fromkeys(r.strategy for r in ok if r.strategy is not None))
+    cross_strategy = (comparisons("cross-strategy", ("strategy",),
+                                  lambda r: r.strategy == strategies[0])
+                      if len(strategies) > 1 else ())
     cross_run: tuple[Agreement, ...] = ()
     if against is not None:
         other_store, other_run = against
@@ -431,4 +459,4 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
                                           measures_used=used)
                           for r in ok if r.case_id in others)
     return AgreementMatrix(run.run_id, reference, repeat_entries, cross_backend, cross_device,
-                           cross_scale, cross_run, skipped)
+                           cross_scale, cross_run, skipped, cross_strategy)

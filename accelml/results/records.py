@@ -351,6 +351,8 @@ class DLMeasurements(JSONRecord):
     final_accuracy: float | None = None
     test_loss: float | None = None
     test_accuracy: float | None = None
+    batchnorm_momentum: float | None = None     # the model's BatchNorm momentum (None: none)
+    batchnorm_updates: int | None = None        # training steps, each updating its statistics
 
     @property
     def global_batch_size(self) -> int:

@@ -124,6 +124,8 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig) -
         final_accuracy=None if result.final_accuracy is None else float(result.final_accuracy),
         test_loss=result.test_loss,
         test_accuracy=result.test_accuracy,
+        batchnorm_momentum=result.batchnorm_momentum,
+        batchnorm_updates=result.batchnorm_updates,
     )
     return Measurements(
         timings=tuple(timings),

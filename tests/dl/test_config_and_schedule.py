@@ -77,6 +77,11 @@ def test_keras_schedule_equals_formula_at_every_step():
      "keras_backend must be one of torch for strategy 'torch-ddp'"),
     ({"strategy": "horovod", "keras_backend": "jax"},
      "keras_backend must be one of tensorflow, torch for strategy 'horovod'"),
+    ({"step_capture": "always"}, "step_capture must be one of none, cuda-graph"),
+    ({"batchnorm_momentum": 1.0}, "batchnorm_momentum must be a number in"),
+    ({"strategy": "torch-ddp", "step_capture": "cuda-graph"}, "needs device 'cuda'"),
+    ({"strategy": "horovod", "device": "gpu", "step_capture": "cuda-graph"},
+     "and keras_backend 'torch'"),
 ])
 def test_bad_configs_are_spec_errors(changes, message):
     with pytest.raises(SpecError, match=message):

@@ -209,6 +209,68 @@ def test_deep_learning_measures_and_rank_agreement(tmp_path):
     assert ranks[one.case_id].ranks_identical is True
 
 
+def _dl(workers, test_accuracy, *, train_accuracy=1.0, updates=256, momentum=0.99, batch=256):
+    return DLMeasurements(model="resnet50v2", epochs=(EpochRecord(0, 1.0, 0.1),),
+                          per_worker_batch_size=batch, workers=workers, learning_rate=0.01,
+                          images_per_second=100.0, rank_weight_digests=("w",) * workers,
+                          final_loss=0.1, final_accuracy=train_accuracy,
+                          test_accuracy=test_accuracy, batchnorm_momentum=momentum,
+                          batchnorm_updates=updates)
+
+
+def test_a_test_accuracy_gap_from_stale_batchnorm_statistics_is_explained(tmp_path):
+    store = ResultsStore(tmp_path)
+    run_id = new_run(store)
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="jax-pmean", dl=_dl(1, 0.99, updates=256))
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="jax-pmean", workers=4, dl=_dl(4, 0.08, updates=64))
+    matrix = agreement_matrix(store, run_id)
+    (scale,) = matrix.cross_scale
+    assert scale.value("test_accuracy_difference") == pytest.approx(-0.91)
+    assert scale.headline[0].name == "test_accuracy_difference"   # the heat map's cell
+    (note,) = scale.notes
+    assert "updated 64 times at momentum 0.99" in note and "weigh 0.53" in note
+    assert "weigh 0.53" in matrix.format() and scale.to_dict()["notes"] == [note]
+
+
+def test_no_explanation_where_accuracies_agree_or_training_itself_fell_short(tmp_path):
+    store = ResultsStore(tmp_path)
+    run_id = new_run(store)
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="jax-pmean", dl=_dl(1, 0.95, updates=256))
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="jax-pmean", workers=2, dl=_dl(2, 0.93, updates=128))
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="jax-pmean", workers=4, dl=_dl(4, 0.5, train_accuracy=0.55, updates=64,
+                                                      momentum=0.5))
+    notes = {entry.b.case_id: entry.notes for entry in agreement_matrix(store, run_id).cross_scale}
+    two, four = sorted(notes.values(), key=len)
+    assert two == ()
+    assert len(four) == 1 and "trained less far" in four[0] and "BatchNorm" not in four[0]
+
+
+def test_strategies_are_compared_at_the_same_worker_count_and_batch(tmp_path):
+    store = ResultsStore(tmp_path)
+    run_id = new_run(store)
+    for strategy, params in (("jax-pmean", {}), ("torch-ddp", {"keras_backend": "torch"}),
+                             ("horovod", {"keras_backend": "torch",
+                                          "step_capture": "cuda-graph"})):
+        for workers in (1, 4):
+            add_result(store, run_id, algorithm="resnet50v2", backend="keras",
+                       task="classification", strategy=strategy, workers=workers,
+                       params=params, dl=_dl(workers, 0.9 if strategy == "horovod" else 0.95))
+    matrix = agreement_matrix(store, run_id)
+    pairs = {(e.a.label, e.b.label) for e in matrix.cross_strategy}
+    assert len(pairs) == 4                   # torch-ddp and horovod, each at 1 and 4 workers
+    assert all("jax-pmean" in a and "jax-pmean" not in b for a, b in pairs)
+    for entry in matrix.cross_strategy:
+        assert (" x4" in entry.a.label) == (" x4" in entry.b.label)
+        expected = -0.05 if "horovod" in entry.b.label else 0.0
+        assert entry.value("test_accuracy_difference") == pytest.approx(expected)
+    assert len(matrix.cross_scale) == 3
+
+
 def test_expectations_name_the_reason():
     from types import SimpleNamespace
 

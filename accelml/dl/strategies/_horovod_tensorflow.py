@@ -59,7 +59,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     keras.utils.set_random_seed(config.seed + rank)
     image_size = config.image_size if data.name != "generated" else None
     shape = ((image_size, image_size, data.image_shape[2]) if image_size else data.image_shape)
-    model = build_model(config.model, keras, shape, data.classes, **dict(config.model_options))
+    model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
     steps = steps_per_epoch(len(data.x_train), size, config.batch_size, config.steps_per_epoch)
     learning_rate = make_learning_rate(keras, keras.ops, config, steps)
     optimizer = make_optimizer(keras, config, learning_rate)

@@ -48,7 +48,7 @@ from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
 from accelml.dl.engine_objects import KerasModel, KerasOptimizer
 from accelml.dl.engines import jax_deterministic_environment, probe_jax, probe_keras, requirements
-from accelml.dl.models import build_model
+from accelml.dl.models import batchnorm_momentum, build_model
 from accelml.dl.pipelines import steps_per_epoch
 from accelml.dl.strategies import Determinism, Strategy
 from accelml.errors import SpecError, UnavailableError
@@ -110,7 +110,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     image_size = config.image_size if data.name != "generated" else None
     channels = data.image_shape[2]
     shape = (image_size, image_size, channels) if image_size else data.image_shape
-    model = build_model(config.model, keras, shape, data.classes, **dict(config.model_options))
+    model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
     batch = config.batch_size
     steps = steps_per_epoch(len(data.x_train), workers, batch, config.steps_per_epoch)
     learning_rate = make_learning_rate(keras, keras.ops, config, steps)
@@ -284,7 +284,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         weights_digest=digests[0], rank_digests=digests, setup_s=setup_s, data_s=0.0,
         backend="jax", versions=versions("jax", "jaxlib"),
         files=files_under(output_dir),
-        devices=tuple(str(d) for d in devices))
+        devices=tuple(str(d) for d in devices), batchnorm_momentum=batchnorm_momentum(model))
 
 
 def _overlap_collectives_with_compute() -> None:

@@ -49,7 +49,7 @@ from accelml.dl.engines import (
     tensorflow_deterministic_environment,
     tensorflow_installed,
 )
-from accelml.dl.models import build_model
+from accelml.dl.models import batchnorm_momentum, build_model
 from accelml.dl.pipelines import evaluation_dataset, steps_per_epoch, train_dataset
 from accelml.dl.strategies import LOCAL_PROCESSES, SRUN, Determinism, Strategy, tf_devices
 from accelml.errors import UnavailableError
@@ -118,8 +118,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     steps = steps_per_epoch(len(data.x_train), config.workers, config.batch_size,
                             config.steps_per_epoch)
     with strategy.scope():
-        model = build_model(config.model, keras, shape, data.classes,
-                            **dict(config.model_options))
+        model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
         learning_rate = make_learning_rate(keras, ops, config, steps)
         model.compile(optimizer=make_optimizer(keras, config, learning_rate),
                       loss="sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -206,7 +205,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         backend="tensorflow (tf_keras)" if legacy else "tensorflow",
         versions=versions("tensorflow", "tf_keras") if legacy else versions("tensorflow"),
         files=files_under(config.output_dir) if chief else (),
-        devices=tuple(devices), rank=rank)
+        devices=tuple(devices), rank=rank, batchnorm_momentum=batchnorm_momentum(model))
 
 
 def _replica_digests(model: KerasModel, strategy: DistributionStrategy) -> tuple[str, ...]:

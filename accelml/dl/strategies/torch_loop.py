@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -146,14 +147,19 @@ class _Shard:
                 align_corners=False).permute(0, 2, 3, 1)
         return images, self.labels[indices]
 
-    def batches(self, batch_size: int, order: torch.Tensor | None = None,
-                whole_only: bool = True) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """Batches in ``order`` (None: stored order); the last partial one unless
-        ``whole_only``."""
+    def picks(self, batch_size: int, order: torch.Tensor | None = None,
+              whole_only: bool = True) -> Iterator[torch.Tensor | slice]:
+        """Which images each batch takes, in ``order`` (None: stored order); the last partial
+        batch unless ``whole_only``."""
         count = len(self) - len(self) % batch_size if whole_only else len(self)
         for start in range(0, count, batch_size):
-            picked = (order[start:start + batch_size] if order is not None
-                      else slice(start, start + batch_size))
+            yield (order[start:start + batch_size] if order is not None
+                   else slice(start, start + batch_size))
+
+    def batches(self, batch_size: int, order: torch.Tensor | None = None,
+                whole_only: bool = True) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """The batches of :meth:`picks`."""
+        for picked in self.picks(batch_size, order, whole_only):
             yield self.batch(picked)
 
 
@@ -185,6 +191,8 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     device = place_rank(torch, config.device, collectives.local_rank, collectives.local_size)
     if config.deterministic:
         torch.use_deterministic_algorithms(True)
+    elif device != "cpu":
+        torch.backends.cudnn.benchmark = True
     import keras
 
     if keras.backend.backend() != "torch":
@@ -194,7 +202,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     keras.utils.set_random_seed(config.seed + rank)
     image_size = config.image_size if data.name != "generated" else None
     shape = (image_size, image_size, data.image_shape[2]) if image_size else data.image_shape
-    model = build_model(config.model, keras, shape, data.classes, **dict(config.model_options))
+    model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
     steps = steps_per_epoch(len(data.x_train), size, config.batch_size, config.steps_per_epoch)
     learning_rate = make_learning_rate(keras, keras.ops, config, steps)
     optimizer = make_optimizer(keras, config, learning_rate)
@@ -202,8 +210,6 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     optimizer.build(trainable)
     collectives.broadcast([v.value.data for v in [*model.weights, *optimizer.variables]])
 
-    shard = _Shard(torch, data.x_train[rank::size][:steps * config.batch_size],
-                   data.y_train[rank::size][:steps * config.batch_size], device, image_size)
     shuffling = torch.Generator().manual_seed(config.seed + rank)
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
     averaged_state = [v for v in model.non_trainable_weights if v.dtype.startswith("float")]
@@ -211,15 +217,22 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     def measured(predictions: torch.Tensor, labels: torch.Tensor,
                  loss: torch.Tensor) -> torch.Tensor:
         """(summed loss, correct predictions, samples) of one batch."""
-        count = float(labels.shape[0])
         hits = (predictions.argmax(-1) == labels).sum().float()
-        return torch.stack([loss.detach().float() * count, hits,
-                            torch.tensor(count, device=hits.device)])
+        count = torch.full_like(hits, float(labels.shape[0]))
+        return torch.stack([loss.detach().float() * count, hits, count])
 
+    capture = config.step_capture == "cuda-graph"
     averaging = collectives.averaging_model
-    forward = model if averaging is None else averaging(model)
+    if averaging is None:
+        forward = model
+    elif capture:                       # DDP under capture is built on a side stream
+        forward = _on_side_stream(torch, lambda: averaging(model))
+    else:
+        forward = averaging(model)
+    reduce_after_backward = averaging is None and size > 1
 
-    def train_step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def forward_backward(indices: torch.Tensor | slice) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        images, labels = shard.batch(indices)
         for variable in trainable:
             variable.value.grad = None
         predictions = forward(images, training=True)
@@ -229,11 +242,29 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         optimizer.scale_loss(loss).backward()
         gradients = [v.value.grad if v.value.grad is not None else torch.zeros_like(v.value)
                      for v in trainable]
-        if averaging is None:
-            gradients = collectives.average(gradients)
+        return measured(predictions, labels, loss), gradients
+
+    def apply(gradients: list[torch.Tensor]) -> None:
         with torch.no_grad():
             optimizer.apply(gradients, trainable)
-            return measured(predictions, labels, loss)
+
+    def train_step(indices: torch.Tensor | slice) -> torch.Tensor:
+        metrics, gradients = forward_backward(indices)
+        if reduce_after_backward:
+            gradients = collectives.average(gradients)
+        apply(gradients)
+        return metrics
+
+    shard = _Shard(torch, data.x_train[rank::size][:steps * config.batch_size],
+                   data.y_train[rank::size][:steps * config.batch_size], device, image_size)
+    step: Step = train_step
+    if capture:
+        state = [v.value for v in [*model.weights, *optimizer.variables]]
+        step = _captured_step(
+            torch, forward_backward, apply,
+            collectives.average if reduce_after_backward else None,
+            train_step, state, [v.value for v in trainable], config.batch_size,
+            warmup=_DDP_CAPTURE_WARMUP if averaging is not None else _CAPTURE_WARMUP)
 
     output_dir = config.output_dir if rank == 0 else None      # rank 0 writes every file
     log = EpochLog(output_dir)
@@ -246,8 +277,8 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         order = (torch.randperm(len(shard), generator=shuffling).to(device)
                  if config.shuffle else None)
         totals = torch.zeros(3, device=device)
-        for images, labels in shard.batches(config.batch_size, order):
-            totals += train_step(images, labels)
+        for picked in shard.picks(config.batch_size, order):
+            totals += step(picked)
         loss_sum, hits, count = collectives.total(totals).tolist()
         if averaged_state:
             averaged = collectives.average([v.value.data for v in averaged_state])
@@ -279,6 +310,116 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
                        setup_s=setup_s, backend="torch",
                        libraries=("torch", collectives.library), output_dir=output_dir,
                        devices=(device,))
+
+
+_CAPTURE_WARMUP = 3
+_DDP_CAPTURE_WARMUP = 11
+"""Eager steps before a step is recorded into a CUDA graph (lazy set-up, cuDNN's autotuning);
+DistributedDataParallel needs 11 (PyTorch's notes on CUDA graphs)."""
+
+Step = Callable[[Any], "torch.Tensor"]
+
+
+def _on_side_stream(torch: Any, work: Callable[[], Any]) -> Any:
+    """``work()`` run on a fresh CUDA stream, ordered after and before the current one's
+    work (warm-up before a CUDA graph's recording must not run on the default stream)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        result = work()
+    torch.cuda.current_stream().wait_stream(side)
+    return result
+
+
+@contextmanager
+def _numbers_filled_on_device(torch: Any) -> Iterator[None]:
+    """Python numbers that Keras turns into CUDA tensors (``torch.as_tensor(number,
+    device=...)``) made by a fill kernel instead: a copy from host memory cannot be recorded
+    in a CUDA graph, a kernel can (the number is a constant of the step, as it is eagerly)."""
+    original = torch.as_tensor
+
+    def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
+        if (isinstance(data, (bool, int, float)) and device is not None
+                and torch.device(device).type == "cuda"):
+            return torch.full((), data, dtype=dtype, device=device)
+        return original(data, dtype=dtype, device=device)
+
+    torch.as_tensor = as_tensor
+    try:
+        yield
+    finally:
+        torch.as_tensor = original
+
+
+class _Recording:
+    """``work()`` run eagerly (on a side stream) for its first ``warmup`` calls, then recorded
+    into a CUDA graph and from then on replayed; every call does the work once and returns
+    what the recording returned (tensors a replay refreshes in place)."""
+
+    def __init__(self, torch: Any, work: Callable[[], Any], warmup: int) -> None:
+        self.torch, self.work, self.warmup = torch, work, warmup
+        self.calls = 0
+        self.graph: Any = None
+        self.outputs: Any = None
+
+    def __call__(self) -> Any:
+        if self.graph is None and self.calls < self.warmup:
+            self.calls += 1
+            return _on_side_stream(self.torch, self.work)
+        if self.graph is None:
+            graph = self.torch.cuda.CUDAGraph()
+            with self.torch.cuda.graph(graph):
+                self.outputs = self.work()
+            self.graph = graph
+        self.graph.replay()
+        return self.outputs
+
+
+def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list[Any]]],
+                   apply: Callable[[list[Any]], None],
+                   average: Callable[[list[Any]], list[Any]] | None, whole_step: Step,
+                   state: list[Any], parameters: list[Any], batch_size: int,
+                   warmup: int) -> Step:
+    """The training step replayed from CUDA graphs: one graph for the whole step, or, where
+    the gradients are averaged after the backward pass by a library that cannot be recorded
+    (Horovod's background thread), a graph up to the gradients, ``average``, and a graph for
+    the update. Warm-up and recording run before the first epoch on the first images, and
+    every tensor of ``state`` (weights, optimizer variables) is put back afterwards, so
+    training sees each batch once, as eagerly. The step then only copies its batch's image
+    indices into the index tensor the graphs read."""
+    device = parameters[0].device
+    picked = torch.arange(batch_size, device=device)
+    step: Callable[[], Any]
+    if average is None:
+        step = _Recording(torch, lambda: whole_step(picked), warmup)
+    else:
+        averaged = [torch.zeros_like(parameter) for parameter in parameters]
+        first = _Recording(torch, lambda: forward_backward(picked), warmup)
+        second = _Recording(torch, lambda: apply(averaged), warmup)
+
+        def split_step() -> Any:
+            metrics, gradients = first()
+            torch._foreach_copy_(averaged, average(gradients))
+            second()
+            return metrics
+
+        step = split_step
+
+    saved = [tensor.detach().clone() for tensor in state]
+    with _numbers_filled_on_device(torch):
+        for _ in range(warmup + 1):
+            step()
+    with torch.no_grad():
+        for tensor, value in zip(state, saved, strict=True):
+            tensor.copy_(value)
+
+    def replayed(indices: Any) -> Any:
+        if isinstance(indices, slice):
+            indices = torch.arange(indices.start, indices.stop, device=device)
+        picked.copy_(indices)
+        return step()
+
+    return replayed
 
 
 def _summary_writer(output_dir: str) -> Any:

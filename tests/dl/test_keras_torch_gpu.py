@@ -1,0 +1,57 @@
+"""Keras 3 on PyTorch on GPUs: training steps replayed from CUDA graphs (``step_capture =
+"cuda-graph"``) train exactly as eager steps do.
+
+In deterministic mode the recorded kernels are the eager kernels, so a captured run must end
+with the eager run's weights bit for bit, on one GPU and on two (where DistributedDataParallel's
+all-reduce is recorded in the graph, and Horovod's runs between two graphs). Skipped where
+there is no GPU (these run on the lent GPU machines: benchmarks/gpu/device.sh).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from accelml.dl import TrainingConfig, launch
+
+pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+
+pytestmark = pytest.mark.gpu
+
+BASE = TrainingConfig(model="small_resnet", model_options={"blocks": 2, "width": 8},
+                      dataset="digits", strategy="torch-ddp", keras_backend="torch",
+                      device="gpu", batch_size=32, epochs=3, learning_rate=0.05,
+                      deterministic=True, seed=5, time_limit_s=300)
+
+
+def _both(config: TrainingConfig, workers: int, tmp_path):
+    eager = launch(config, workers=workers, work_dir=str(tmp_path / "eager"))
+    captured = launch(config.replace(step_capture="cuda-graph"), workers=workers,
+                      work_dir=str(tmp_path / "captured"))
+    return eager, captured
+
+
+def _horovod_or_skip(strategy: str, request) -> None:
+    if strategy == "horovod":
+        request.getfixturevalue("horovod_torch_ready")
+
+
+@pytest.mark.parametrize("strategy", ["torch-ddp", "horovod"])
+def test_captured_steps_end_with_the_eager_weights_on_one_gpu(gpus, strategy, request,
+                                                              tmp_path):
+    _horovod_or_skip(strategy, request)
+    eager, captured = _both(BASE.replace(strategy=strategy), 1, tmp_path)
+    assert captured.devices == ("cuda:0",)
+    assert captured.weights_digest == eager.weights_digest
+    assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
+    assert captured.epochs[-1].loss < captured.epochs[0].loss
+
+
+@pytest.mark.parametrize("strategy", ["torch-ddp", "horovod"])
+def test_captured_steps_average_across_two_gpus(gpus, strategy, request, tmp_path):
+    if len(gpus) < 2:
+        pytest.skip(f"needs 2 GPUs, found {len(gpus)}")
+    _horovod_or_skip(strategy, request)
+    eager, captured = _both(BASE.replace(strategy=strategy, workers=2), 2, tmp_path)
+    assert len(set(captured.rank_digests)) == 1 and len(captured.rank_digests) == 2
+    assert captured.weights_digest == eager.weights_digest
+    assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
