@@ -87,11 +87,18 @@ def learning_rate_value(learning_rate: LearningRate, step: int) -> float:
 
 
 def make_optimizer(keras: ModuleType, config: TrainingConfig,
-                   learning_rate: LearningRate) -> KerasOptimizer:
+                   learning_rate: LearningRate, *, per_variable: bool = False) -> KerasOptimizer:
+    """The case's optimizer. ``per_variable``: Keras's own update, variable by variable in
+    tensor ops, instead of the fused one a backend may swap in (on torch, ``torch._foreach``
+    calls whose learning rate is read back to the host, which a CUDA graph cannot record):
+    Keras swaps only its own classes, so a subclass keeps the generic update."""
+    chosen = keras.optimizers.SGD if config.optimizer == "sgd" else keras.optimizers.Adam
+    if per_variable:
+        chosen = type(chosen.__name__, (chosen,), {"__doc__": chosen.__doc__})
     if config.optimizer == "sgd":
-        optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=config.momentum)
+        optimizer = chosen(learning_rate=learning_rate, momentum=config.momentum)
     else:
-        optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+        optimizer = chosen(learning_rate=learning_rate)
     if config.precision == "mixed_float16":
         optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
     return optimizer

@@ -10,12 +10,22 @@ semantics of the ``horovod`` TensorFlow loop:
 - each step: ``model(x, training=True)`` under autograd, ``loss.backward()``, the gradients
   ``v.value.grad`` averaged across ranks (after the backward pass by ``collectives.average``,
   or during it where the library wraps the model, as DistributedDataParallel does),
-  ``optimizer.apply``;
+  ``optimizer.apply`` with Keras's per-variable update (the fused ``torch._foreach`` one
+  reads the learning rate back to the host, which a CUDA graph cannot record; one rule for
+  eager and captured steps makes them train bitwise alike);
 - learning rate scaled and warmed up by :func:`accelml.dl.common.make_learning_rate`;
 - epoch and test loss/accuracy summed over every rank's samples (exact global metrics);
   BatchNorm runs per rank and its moving averages are averaged at the end of each epoch;
 - checkpoints, TensorBoard (``torch.utils.tensorboard``), the CSV log and the final model
   written by rank 0 only.
+
+Eagerly, each step is about a thousand small operations dispatched one by one through Keras,
+and on a GPU the host cannot keep up (ResNet50V2 at batch 256: ~70-100 ms of host work for
+~14 ms of GPU work). ``step_capture = "cuda-graph"`` records the step into CUDA graphs once,
+before the first epoch (after a few eager warm-up steps whose updates are then undone), and
+replays them: the whole step in one graph where the gradients are averaged inside it
+(DistributedDataParallel's NCCL all-reduce), or two graphs around Horovod's all-reduce,
+which runs on its own thread and cannot be recorded.
 
 One device per rank: ``cuda:<local rank>`` on GPUs (``torch.cuda.set_device``), the CPU
 otherwise (CUDA hidden, the host's cores shared between its ranks). No TensorFlow: each rank's
@@ -33,6 +43,7 @@ batch is converted to float (and resized, e.g. CIFAR-10 to 128x128) on the devic
 from __future__ import annotations
 
 import os
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -205,7 +216,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
     steps = steps_per_epoch(len(data.x_train), size, config.batch_size, config.steps_per_epoch)
     learning_rate = make_learning_rate(keras, keras.ops, config, steps)
-    optimizer = make_optimizer(keras, config, learning_rate)
+    optimizer = make_optimizer(keras, config, learning_rate, per_variable=True)
     trainable = model.trainable_variables
     optimizer.build(trainable)
     collectives.broadcast([v.value.data for v in [*model.weights, *optimizer.variables]])
@@ -332,23 +343,59 @@ def _on_side_stream(torch: Any, work: Callable[[], Any]) -> Any:
 
 
 @contextmanager
-def _numbers_filled_on_device(torch: Any) -> Iterator[None]:
-    """Python numbers that Keras turns into CUDA tensors (``torch.as_tensor(number,
-    device=...)``) made by a fill kernel instead: a copy from host memory cannot be recorded
-    in a CUDA graph, a kernel can (the number is a constant of the step, as it is eagerly)."""
+def _constants_kept_on_device(torch: Any, made: dict[tuple[object, ...], Any],
+                              pinned: list[Any]) -> Iterator[None]:
+    """Constants that Keras copies from the host to the GPU in every step (``torch.as_tensor``
+    of a Python number, a tuple of numbers such as a loss's ``ops.shape``, a NumPy array) made
+    once and then reused: a copy from host memory cannot be recorded in a CUDA graph. The
+    warm-up steps make them; the recording finds them made, or, for one first seen while
+    recording, records a copy from pinned host memory kept for the graph's life. Each is a
+    constant of the step (its value is in the key), as it is eagerly. ``made`` (the device
+    tensors) and ``pinned`` (the host copies) must live as long as the graphs that read them.
+    """
     original = torch.as_tensor
 
     def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
-        if (isinstance(data, (bool, int, float)) and device is not None
-                and torch.device(device).type == "cuda"):
-            return torch.full((), data, dtype=dtype, device=device)
-        return original(data, dtype=dtype, device=device)
+        if device is None or torch.device(device).type != "cuda":
+            return original(data, dtype=dtype, device=device)
+        if isinstance(data, (bool, int, float)):
+            key: tuple[object, ...] = (type(data).__name__, data, str(dtype), str(device))
+        elif isinstance(data, (np.ndarray, np.generic)):
+            array = np.asarray(data)
+            key = (array.dtype.str, array.shape, array.tobytes(), str(dtype), str(device))
+        elif isinstance(data, (list, tuple)) and _numbers_only(data):   # e.g. ops.shape(x)
+            key = (type(data).__name__, repr(data), str(dtype), str(device))
+        else:
+            return original(data, dtype=dtype, device=device)
+        if key not in made:
+            if torch.cuda.is_current_stream_capturing():     # first seen while recording
+                pinned.append(original(data, dtype=dtype).pin_memory())
+                made[key] = pinned[-1].to(device, non_blocking=True)
+            else:
+                made[key] = original(data, dtype=dtype, device=device)
+        return made[key]
 
     torch.as_tensor = as_tensor
     try:
         yield
     finally:
         torch.as_tensor = original
+
+
+def _numbers_only(data: list[Any] | tuple[Any, ...]) -> bool:
+    return all(_numbers_only(item) if isinstance(item, (list, tuple))
+               else isinstance(item, (bool, int, float, np.generic)) for item in data)
+
+
+def _where_recording_failed(error: BaseException) -> str:
+    """The innermost frame of Keras or accelml in ``error``'s traceback: the line that asked
+    for what a CUDA graph cannot record."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if "/keras/" in frame.filename or "/accelml/" in frame.filename]
+    if not frames:
+        return "unknown place"
+    frame = frames[-1]
+    return f"{frame.filename}:{frame.lineno} ({frame.line})"
 
 
 class _Recording:
@@ -368,8 +415,14 @@ class _Recording:
             return _on_side_stream(self.torch, self.work)
         if self.graph is None:
             graph = self.torch.cuda.CUDAGraph()
-            with self.torch.cuda.graph(graph):
-                self.outputs = self.work()
+            try:
+                with self.torch.cuda.graph(graph):
+                    self.outputs = self.work()
+            except RuntimeError as error:
+                raise AccelmlError(
+                    f"the training step could not be recorded into a CUDA graph "
+                    f"(step_capture = 'cuda-graph'; 'none' trains eagerly): "
+                    f"{str(error).splitlines()[0]} at {_where_recording_failed(error)}") from None
             self.graph = graph
         self.graph.replay()
         return self.outputs
@@ -406,14 +459,17 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
         step = split_step
 
     saved = [tensor.detach().clone() for tensor in state]
-    with _numbers_filled_on_device(torch):
+    constants: dict[tuple[object, ...], Any] = {}
+    pinned: list[Any] = []
+    with _constants_kept_on_device(torch, constants, pinned):
         for _ in range(warmup + 1):
             step()
     with torch.no_grad():
         for tensor, value in zip(state, saved, strict=True):
             tensor.copy_(value)
 
-    def replayed(indices: Any) -> Any:
+    def replayed(indices: Any, graph_inputs: tuple[Any, ...] = (constants, pinned)) -> Any:
+        # graph_inputs: kept alive as long as the step, since the graphs read them
         if isinstance(indices, slice):
             indices = torch.arange(indices.start, indices.stop, device=device)
         picked.copy_(indices)
