@@ -43,9 +43,10 @@ from numpy.typing import ArrayLike
 
 from accelml.cases import Experiment
 from accelml.errors import AccelmlError, SpecError
-from accelml.executors import make_executor, submits_jobs
+from accelml.executors import ensure_scale, make_executor, submits_jobs
 from accelml.executors.arguments import cluster_settings, progress_for
 from accelml.executors.config import ClusterSettings
+from accelml.probe import usable_cores
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
 from accelml.report.repro import AgreementMatrix, agreement_matrix
@@ -54,8 +55,8 @@ from accelml.report.table import Agreement, Row, build_rows, render_text, to_jso
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
-from accelml.runner.environment import fingerprint, usable_cores
-from accelml.runner.process import CaseTask, execute_case
+from accelml.runner.environment import fingerprint
+from accelml.runner.process import CaseTask, end_running_cases, execute_case
 from accelml.spec.load import load_spec_text
 
 ResultCallback = Callable[[CaseResult, int, int], None]
@@ -147,6 +148,7 @@ def run_experiment(
     previous = store.get_run(resume) if resume is not None else None
     plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
     experiment = plan.experiment
+    ensure_scale(experiment.cases, settings)
     case_ids = tuple(case.case_id for case in experiment.cases)
     if previous is not None:
         run = previous
@@ -190,17 +192,22 @@ def run_experiment(
     finished = 0
     try:
         with make_executor(settings, progress=progress) as executor:
-            for outcome in executor.map(execute_case, tasks):
-                if outcome.result is not None:
-                    result, arrays = outcome.result.result, outcome.result.arrays
-                else:
-                    result = _lost(outcome.item, run.run_id, outcome.error or "",
-                                   outcome.failure)
-                    arrays = {}
-                store.add_case_result(result, arrays)
-                finished += 1
-                if on_result is not None:
-                    on_result(result, finished, len(tasks))
+            try:
+                for outcome in executor.map(execute_case, tasks):
+                    if outcome.result is not None:
+                        result, arrays = outcome.result.result, outcome.result.arrays
+                    else:
+                        result = _lost(outcome.item, run.run_id, outcome.error or "",
+                                       outcome.failure)
+                        arrays = {}
+                    store.add_case_result(result, arrays)
+                    finished += 1
+                    if on_result is not None:
+                        on_result(result, finished, len(tasks))
+            except BaseException:
+                # cases running on this machine (and their launchers and ranks) end with the run
+                end_running_cases()
+                raise
     except BaseException:
         store.set_run_status(run.run_id, RunRecord.INTERRUPTED)
         raise

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -33,7 +34,8 @@ from rich.progress import (
 
 from accelml.cases import Experiment
 from accelml.compare import Comparison, plan_run, run_experiment
-from accelml.executors import ensure_available
+from accelml.errors import Interrupted, interrupt_on
+from accelml.executors import ensure_available, ensure_scale
 from accelml.executors.arguments import (
     add_cluster_arguments,
     progress_for,
@@ -95,6 +97,7 @@ def _print_plan(experiment: Experiment) -> None:
 def run(args: argparse.Namespace) -> int:
     experiment, resumed = _experiment(args)
     settings = settings_from_args(args, experiment)
+    ensure_scale(experiment.cases, settings)   # before anything runs or is written
     if args.dry_run:
         # The cases as run_experiment would run them (seeded in deterministic mode).
         _print_plan(plan_run(experiment, deterministic=args.deterministic, resumed=resumed).experiment)
@@ -132,14 +135,17 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cluster_progress = None if args.no_progress else progress_for(settings)
-        run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
-                                    cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
-                                    progress=cluster_progress, deterministic=args.deterministic)
-    except KeyboardInterrupt:
-        if "run" in state:
-            err.print(f"accelml compare: interrupted; finish it with "
-                      f"--resume {state['run'].run_id} --results-dir {store.directory}")
-        raise
+        # kill, a batch system's cancel or a closed terminal: stop as for Ctrl-C (the run is
+        # marked interrupted, its cases, launchers and ranks end, scratch folders go)
+        with interrupt_on(signal.SIGTERM, signal.SIGHUP):
+            run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
+                                        cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
+                                        progress=cluster_progress, deterministic=args.deterministic)
+    except KeyboardInterrupt as stop:
+        where = (f"; finish it with --resume {state['run'].run_id} --results-dir {store.directory}"
+                 if "run" in state else "")
+        err.print(f"accelml compare: interrupted{where}")
+        return stop.exit_code if isinstance(stop, Interrupted) else 130
     finally:
         if progress_bar is not None:
             progress_bar.stop()

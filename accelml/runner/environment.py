@@ -19,7 +19,7 @@ import sys
 
 from accelml.dl.strategies import strategy_libraries
 from accelml.estimators import BACKENDS
-from accelml.probe import list_gpus
+from accelml.probe import list_gpus, usable_cores
 from accelml.results.records import Environment, GPUDevice
 
 CORE_LIBRARIES = (
@@ -44,14 +44,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity mask, which SLURM and taskset narrow)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def library_versions() -> tuple[tuple[str, str], ...]:
