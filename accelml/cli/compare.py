@@ -34,8 +34,8 @@ from rich.progress import (
 
 from accelml.cases import Experiment
 from accelml.compare import Comparison, plan_run, run_experiment
-from accelml.errors import Interrupted, interrupt_on
-from accelml.executors import ensure_available, ensure_scale
+from accelml.errors import Interrupted, SpecError, interrupt_on
+from accelml.executors import ensure_available, ensure_scale, submits_jobs
 from accelml.executors.arguments import (
     add_cluster_arguments,
     progress_for,
@@ -44,6 +44,7 @@ from accelml.executors.arguments import (
 from accelml.report.table import json_clean, legend, rich_table, to_json
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
+from accelml.runner.environment import other_runs
 from accelml.spec.load import load_spec, load_spec_text
 
 HELP = "run an experiment spec (default: the embedded one) and print the comparison table"
@@ -57,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results store directory (default: ./accelml-results)")
     parser.add_argument("--resume", default=None, metavar="RUN_ID",
                         help="finish an interrupted run: run only the cases it has no result for")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="with --resume: also run again the cases that failed for a reason "
+                             "that may not recur (lost worker, time limit, killed)")
     parser.add_argument("--json", action="store_true",
                         help="print machine-readable results (JSON) instead of the table")
     parser.add_argument("--reference", default=None, metavar="BACKEND",
@@ -95,6 +99,8 @@ def _print_plan(experiment: Experiment) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.retry_failed and args.resume is None:
+        raise SpecError("--retry-failed goes with --resume RUN_ID (it retries that run's failed cases)")
     experiment, resumed = _experiment(args)
     settings = settings_from_args(args, experiment)
     ensure_scale(experiment.cases, settings)   # before anything runs or is written
@@ -116,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
         verb = "resuming" if args.resume else "run"
         err.print(f"accelml compare: {verb} {run.run_id}: {pending} case(s) to run "
                   f"of {run.planned_cases}; results in {store.directory}")
+        others = other_runs() if pending and not submits_jobs(settings) else []
+        if others:
+            err.print(f"accelml compare: warning: another accelml run is active on this machine "
+                      f"(pid {', '.join(map(str, others))}): the timings of both share its cores")
         if show_progress and pending:
             progress_bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -140,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
         with interrupt_on(signal.SIGTERM, signal.SIGHUP):
             run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
                                         cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
-                                        progress=cluster_progress, deterministic=args.deterministic)
+                                        progress=cluster_progress, deterministic=args.deterministic,
+                                        retry_failed=args.retry_failed)
     except KeyboardInterrupt as stop:
         where = (f"; finish it with --resume {state['run'].run_id} --results-dir {store.directory}"
                  if "run" in state else "")

@@ -144,9 +144,9 @@ class CaseNeeds:
         CaseNeeds(cores=1, gpus=4, ranks=4, memory_bytes=None, seconds=None, oversubscribe=False)
         >>> CaseNeeds.of_case(Case(device="cuda", workers=2, strategy="mirrored", threads=4))
         CaseNeeds(cores=4, gpus=2, ranks=1, memory_bytes=None, seconds=None, oversubscribe=False)
-        >>> CaseNeeds.of_case(Case(device="cpu", workers=1, memory_limit_mb=512, time_limit_s=60.0))
-        CaseNeeds(cores=1, gpus=0, ranks=1, memory_bytes=536870912, seconds=60.0,
-        oversubscribe=False)
+        >>> needs = CaseNeeds.of_case(Case(device="cpu", workers=1, memory_limit_mb=512, time_limit_s=60.0))
+        >>> needs.memory_bytes, needs.seconds, needs.oversubscribe
+        (536870912, 60.0, False)
         """
         workers = int(getattr(case, "workers", None) or 1)
         name = getattr(case, "strategy", None)
