@@ -3,8 +3,13 @@
 Without SPEC it runs the embedded default spec (sklearn vs sklearnex vs xgboost, about a
 minute on 2 cores). Every case runs in its own process, one at a time unless ``--jobs``
 says otherwise; each finished case is stored at once in ``--results-dir``, so an interrupted
-run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks. Exit code 0 when
-every case succeeded, 1 when any failed (the table says which and why), 2 for a bad spec.
+run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks (``--retry-failed``:
+and those that failed for a reason that may not recur). Exit code 0 when every case
+succeeded, 1 when any failed (the table says which and why), 2 for a bad spec (more ranks
+than this machine has cores, unless the case says ``oversubscribe = true``, included).
+SIGINT, SIGTERM and SIGHUP stop the run as Ctrl-C does: it is marked interrupted, the
+cases running here end with their launchers and ranks, and it exits 128 + the signal.
+Another accelml run active on this machine is warned about (the timings share its cores).
 
 After the table comes the agreement matrix (:func:`accelml.report.repro.agreement_matrix`):
 run-to-run identity of each case's repeats, and agreement across backends, devices and

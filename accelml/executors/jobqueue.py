@@ -20,7 +20,10 @@ is interrupted. Leaving the ``with`` block (normally, by an exception, Ctrl-C or
 cancels every job of the run and waits until the queue no longer lists them.
 
 Security: the scheduler listens with mutual TLS by default (temporary certificates in a
-0700 directory, see :mod:`accelml.executors.tls`).
+0700 directory, see :mod:`accelml.executors.tls`); neither it nor the workers keep an HTTP
+listener unless ``dashboard = true`` (:mod:`accelml.executors.dashboard`). A run's folder
+(certificates, logs) left by a client killed with SIGKILL is removed, and its jobs
+cancelled, by the next run.
 
 Example (needs a SLURM cluster)::
 

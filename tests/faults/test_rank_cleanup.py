@@ -15,6 +15,7 @@ import pytest
 from accelml.results.store import ResultsStore
 
 from .conftest import case_processes, gone, ranks_of, wait_for
+from .test_client_faults import spec_with
 
 pytestmark = [pytest.mark.faults, pytest.mark.horovod, pytest.mark.slow]
 
@@ -33,22 +34,6 @@ workers = 2
 dataset = "digits"
 epochs = 500
 batch_size = 16
-"""
-
-TINY_SPEC = """
-repeats = 1
-warmup = 0
-threads = 1
-[datasets.blobs]
-source = "generated"
-generator = "blobs"
-n_samples = 100
-n_features = 2
-[[cases]]
-algorithm = "kmeans"
-backend = "sklearn"
-dataset = "blobs"
-params = {n_clusters = 2, n_init = 1, random_state = 0}
 """
 
 
@@ -81,9 +66,7 @@ def test_ranks_die_with_their_client(faults, tmp_path, signum):
         assert run.status == "running"               # it had no chance to say otherwise
         # the next run on this machine sweeps the scratch folders the killed client left
         assert faults.scratch_left()
-        spec = tmp_path / "tiny.toml"
-        spec.write_text(TINY_SPEC)
-        assert faults.run(str(spec)).returncode == 0
+        assert faults.run(spec_with(tmp_path, cases=1)).returncode == 0
     else:
         assert client.returncode == 128 + signum, err
         assert run.status == "interrupted"
@@ -157,3 +140,14 @@ def test_oversubscription_asked_for_passes_the_check_and_is_flagged(faults, tmp_
               is_reference=True, oversubscribed=True)
     assert "ok, oversubscribed" in render_text([row])
     assert "oversubscribed: more ranks than cores" in legend([row])
+
+
+def test_a_killed_rank_fails_its_case_and_takes_the_others_with_it(faults, tmp_path):
+    client = start_with_ranks(faults, tmp_path)
+    ranks_of(faults.tag)[0].kill()
+    _, err = client.communicate(timeout=300)
+    assert client.returncode == 1, err
+    assert gone(faults.tag) == []
+    (result,) = ResultsStore(faults.results).case_results(only_run(faults).run_id)
+    assert result.status != "ok"
+    assert faults.scratch_left() == []

@@ -69,7 +69,9 @@ def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(FILE_SPEC.replace('"data/points.npz"', f'"{tmp_path}/points.npz"'))
     np.savez(tmp_path / "points.npz", X=np.random.default_rng(0).normal(size=(200, 2)))
-    first = faults.client(str(spec))
+    long = tmp_path / "long.toml"     # still running when the second one starts
+    long.write_text(spec.read_text().replace("[2, 3, 4, 5]", str(list(range(2, 60)))))
+    first = faults.client(str(long))
     wait_for(lambda: case_processes(faults.tag) or first.poll() is not None, "the first run's case")
     second = faults.run(str(spec), "--dry-run")
     assert "another accelml run" not in second.stderr     # a dry run times nothing
@@ -77,9 +79,10 @@ def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
     overlapping = faults.client(str(spec))
     wait_for(lambda: (faults.results / "results.sqlite").exists() and ResultsStore(faults.results).list_runs(),
              "the second run to start")
-    first.send_signal(signal.SIGTERM)
+    for client in (first, overlapping):
+        client.send_signal(signal.SIGTERM)
     first.communicate(timeout=120)
-    _, err = overlapping.communicate(timeout=300)
+    _, err = overlapping.communicate(timeout=120)
     assert "warning: another accelml run is active on this machine" in err
     assert "timings of both share its cores" in err
     assert gone(faults.tag) == []
