@@ -9,6 +9,7 @@ import signal
 import stat
 
 import numpy as np
+import psutil
 import pytest
 
 from accelml.results.store import ResultsStore
@@ -65,6 +66,16 @@ def test_database_and_arrays_share_the_umasks_mode(tmp_path, umask):
     assert modes == {0o666 & ~umask}
 
 
+def parents(processes: list[psutil.Process]) -> set[int]:
+    found = set()
+    for process in processes:
+        try:
+            found.add(process.ppid())
+        except psutil.Error:
+            continue
+    return found
+
+
 def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(FILE_SPEC.replace('"data/points.npz"', f'"{tmp_path}/points.npz"'))
@@ -77,8 +88,8 @@ def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
     assert "another accelml run" not in second.stderr     # a dry run times nothing
     faults.results = tmp_path / "other-results"
     overlapping = faults.client(str(spec))
-    wait_for(lambda: (faults.results / "results.sqlite").exists() and ResultsStore(faults.results).list_runs(),
-             "the second run to start")
+    wait_for(lambda: overlapping.pid in parents(case_processes(faults.tag)) or overlapping.poll() is not None,
+             "the second run's first case (it has planned its run)")
     for client in (first, overlapping):
         client.send_signal(signal.SIGTERM)
     first.communicate(timeout=120)
