@@ -89,7 +89,7 @@ def test_ranks_die_with_their_killed_case_process(faults, tmp_path):
 
 
 def test_ranks_die_at_the_time_limit(faults, tmp_path):
-    client = faults.client(horovod_spec(tmp_path, time_limit=45))
+    client = faults.client(horovod_spec(tmp_path, time_limit=20))
     _, err = client.communicate(timeout=300)
     assert client.returncode == 1, err
     assert gone(faults.tag) == []
