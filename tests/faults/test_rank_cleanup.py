@@ -74,17 +74,18 @@ def test_ranks_die_with_their_client(faults, tmp_path, signum):
     assert faults.scratch_left() == []
 
 
-def test_ranks_die_with_their_killed_case_process(faults, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=lambda s: s.name)
+def test_ranks_die_with_their_killed_case_process(faults, tmp_path, signum):
     client = start_with_ranks(faults, tmp_path)
     (case,) = case_processes(faults.tag)
-    case.kill()
+    case.send_signal(signum)
     _, err = client.communicate(timeout=120)
     assert client.returncode == 1, err
     assert gone(faults.tag) == []
     (result,) = ResultsStore(faults.results).case_results(only_run(faults).run_id)
     assert result.failure.value == "killed"
-    assert "killed by SIGKILL from outside the case" in result.reason
-    assert "out of memory" not in result.reason
+    assert result.reason.startswith(f"killed by {signum.name}")
+    assert "peak memory" in result.reason and "out of memory" not in result.reason
     assert faults.scratch_left() == []
 
 
