@@ -106,6 +106,11 @@ class DatasetSpec(JSONRecord):
         return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
 
 
+OVERSUBSCRIBE = "oversubscribe"
+"""The parameter (spec key) that lets a case start more ranks on one machine than it has
+cores; such a case is flagged wherever its results are shown."""
+
+
 @dataclass(frozen=True)
 class Case(JSONRecord):
     """One runnable case: what it is, and how it is measured."""
@@ -143,6 +148,11 @@ class Case(JSONRecord):
     @property
     def params_dict(self) -> dict[str, JSONScalar]:
         return dict(self.params)
+
+    @property
+    def oversubscribe(self) -> bool:
+        """Whether the spec allows more ranks than cores (:data:`OVERSUBSCRIBE`)."""
+        return self.params_dict.get(OVERSUBSCRIBE) is True
 
     @property
     def is_deep_learning(self) -> bool:

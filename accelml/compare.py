@@ -43,9 +43,11 @@ from numpy.typing import ArrayLike
 
 from accelml.cases import Experiment
 from accelml.errors import AccelmlError, SpecError
-from accelml.executors import make_executor, submits_jobs
+from accelml.executors import ensure_scale, make_executor, submits_jobs
 from accelml.executors.arguments import cluster_settings, progress_for
 from accelml.executors.config import ClusterSettings
+from accelml.executors.interface import CaseOutcome
+from accelml.probe import usable_cores
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
 from accelml.report.repro import AgreementMatrix, agreement_matrix
@@ -54,8 +56,8 @@ from accelml.report.table import Agreement, Row, build_rows, render_text, to_jso
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
-from accelml.runner.environment import fingerprint, usable_cores
-from accelml.runner.process import CaseTask, execute_case
+from accelml.runner.environment import fingerprint
+from accelml.runner.process import CaseOutput, CaseTask, end_running_cases, execute_case
 from accelml.spec.load import load_spec_text
 
 ResultCallback = Callable[[CaseResult, int, int], None]
@@ -111,12 +113,37 @@ def plan_run(experiment: Experiment, *, deterministic: bool = False,
     return RunPlan(experiment, False)
 
 
+RETRIED_FAILURES = frozenset({FailureKind.LOST, FailureKind.TIMEOUT, FailureKind.KILLED})
+"""Failures that may not happen again (a lost worker, a time limit on a busy machine, a
+process killed from outside): what ``retry_failed`` runs again on resume."""
+
+
+def _spec_location(path: str) -> str:
+    """Where a spec file is, absolute, so that ``--resume`` from any directory resolves its
+    relative dataset paths as the first run did; a spec that is no file (``<...>``) as is."""
+    return path if path.startswith("<") else str(Path(path).resolve())
+
+
 def _lost(task: CaseTask, run_id: str, error: str, failure: str | None = None) -> CaseResult:
     """The failed result of a task the executor returned no result for (``failure``: the
     executor's reason kind, e.g. "unavailable"; a lost worker otherwise)."""
     return CaseResult.failed(task.case, run_id,
                              FailureKind(failure) if failure else FailureKind.LOST,
                              error or "no result", threads=task.threads, attempts=task.attempt)
+
+
+def _attempts(outcome: CaseOutcome[CaseTask, CaseOutput]) -> int:
+    """The attempts at a case so far: those of earlier runs, each re-run after a lost worker,
+    and the one that gave its result (none where it never started or only lost workers).
+
+    >>> from accelml.cases import Case, DatasetSpec
+    >>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("d", "generated"))
+    >>> task = CaseTask(case, "r", attempt=2)
+    >>> _attempts(CaseOutcome(0, task, error="lost", lost_workers=3)), _attempts(CaseOutcome(0, task))
+    (4, 2)
+    """
+    ran = 1 if outcome.result is not None else 0
+    return outcome.item.attempt - 1 + max(1, outcome.lost_workers + ran)
 
 
 def run_experiment(
@@ -130,6 +157,7 @@ def run_experiment(
     on_result: ResultCallback | None = None,
     progress: Progress | None = None,
     deterministic: bool = False,
+    retry_failed: bool = False,
 ) -> RunRecord:
     """Run every case of ``experiment`` (or, with ``resume``, the ones a run still lacks).
 
@@ -143,11 +171,17 @@ def run_experiment(
     passed to each case process with its task, each case process seeding Python and NumPy
     first; the run is stored with ``deterministic = true``. The client's own environment is
     left as it is.
+    ``retry_failed`` (with ``resume``) also runs again the cases whose stored result failed
+    for a reason that may not recur (:data:`RETRIED_FAILURES`); the new result replaces the
+    old one and counts the attempts of both. Every result records its attempts: the
+    executor's re-runs after lost workers included.
     """
     previous = store.get_run(resume) if resume is not None else None
     plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
     experiment = plan.experiment
+    ensure_scale(experiment.cases, settings)
     case_ids = tuple(case.case_id for case in experiment.cases)
+    attempts_before: dict[str, int] = {}
     if previous is not None:
         run = previous
         if run.spec_hash != experiment.text_hash:
@@ -157,12 +191,17 @@ def run_experiment(
             raise SpecError(f"run {run.run_id} planned other cases than this spec gives "
                             "(was it expanded by another version of accelml?)")
         done = store.finished_case_ids(run.run_id)
+        if retry_failed:
+            for stored in store.case_results(run.run_id):
+                if not stored.ok and stored.failure in RETRIED_FAILURES:
+                    done.discard(stored.case_id)
+                    attempts_before[stored.case_id] = stored.attempts
         pending = [case for case in experiment.cases if case.case_id not in done]
         store.set_run_status(run.run_id, RunRecord.RUNNING)
     else:
         run = RunRecord(
             run_id=new_run_id(), spec_name=experiment.name, spec_hash=experiment.text_hash,
-            spec_text=experiment.text, spec_path=experiment.path,
+            spec_text=experiment.text, spec_path=_spec_location(experiment.path),
             reference_backend=experiment.reference, created_at=utc_now(),
             planned_cases=len(case_ids), environment=fingerprint(), case_ids=case_ids,
             deterministic=plan.deterministic,
@@ -186,21 +225,28 @@ def run_experiment(
                                    else default_threads(jobs))
         tasks.append(CaseTask(case=dataclasses.replace(case, threads=threads), run_id=run.run_id, cache_dir=cache_dir,
                               threads=threads, environment=dict(plan.environment) or None,
-                              deterministic=plan.deterministic))
+                              deterministic=plan.deterministic,
+                              attempt=attempts_before.get(case.case_id, 0) + 1))
     finished = 0
     try:
         with make_executor(settings, progress=progress) as executor:
-            for outcome in executor.map(execute_case, tasks):
-                if outcome.result is not None:
-                    result, arrays = outcome.result.result, outcome.result.arrays
-                else:
-                    result = _lost(outcome.item, run.run_id, outcome.error or "",
-                                   outcome.failure)
-                    arrays = {}
-                store.add_case_result(result, arrays)
-                finished += 1
-                if on_result is not None:
-                    on_result(result, finished, len(tasks))
+            try:
+                for outcome in executor.map(execute_case, tasks):
+                    if outcome.result is not None:
+                        result, arrays = outcome.result.result, outcome.result.arrays
+                    else:
+                        result = _lost(outcome.item, run.run_id, outcome.error or "",
+                                       outcome.failure)
+                        arrays = {}
+                    result = dataclasses.replace(result, attempts=_attempts(outcome))
+                    store.add_case_result(result, arrays, replace_failed=retry_failed)
+                    finished += 1
+                    if on_result is not None:
+                        on_result(result, finished, len(tasks))
+            except BaseException:
+                # cases running on this machine (and their launchers and ranks) end with the run
+                end_running_cases()
+                raise
     except BaseException:
         store.set_run_status(run.run_id, RunRecord.INTERRUPTED)
         raise

@@ -1,5 +1,13 @@
 """Errors a user can cause. The CLI prints them as one line, never a traceback."""
 
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
 
 class AccelmlError(Exception):
     """A problem the user can fix: bad input, a missing dependency, a bad choice.
@@ -20,3 +28,49 @@ class UnavailableError(AccelmlError):
     """A backend, device or tool that this machine cannot provide (the message says why)."""
 
     exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal (Ctrl-C's SIGINT, or SIGTERM / SIGHUP from ``kill``, a batch
+    system or a closed terminal): raised in the main thread so that clean-up runs as for
+    Ctrl-C. ``signum`` is the signal; ``exit_code`` the shell's 128 + signal.
+
+    >>> import signal, os
+    >>> try:
+    ...     with interrupt_on(signal.SIGTERM):
+    ...         os.kill(os.getpid(), signal.SIGTERM)
+    ... except Interrupted as stop:
+    ...     stop.signum, stop.exit_code
+    (15, 143)
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def interrupt_on(*signals: int) -> Iterator[None]:
+    """Within the block, each of ``signals`` raises :class:`Interrupted` in the main thread
+    (a signal whose handler someone else already set is left to it; nothing is done outside
+    the main thread, where Python cannot set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    for number in signals:
+        if signal.getsignal(number) in (signal.SIG_DFL, signal.default_int_handler):
+            previous[number] = signal.signal(number, interrupt)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

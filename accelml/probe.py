@@ -51,6 +51,14 @@ class GPUInfo:
     driver: str
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, which SLURM and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def distribution_version(distribution: str) -> str | None:
     """The installed version of ``distribution`` (a pip name), or None."""
     try:

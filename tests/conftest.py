@@ -19,6 +19,7 @@ def pytest_configure(config):
         "torch_ddp: runs real multi-process torch.distributed (torchrun, gloo)",
         "gpu: needs an NVIDIA GPU; skipped with the reason where there is none",
         "slow: takes more than a few seconds",
+        "faults: the fault suite (tests/faults): real faults injected into real runs",
     ):
         config.addinivalue_line("markers", line)
 

@@ -3,8 +3,13 @@
 Without SPEC it runs the embedded default spec (sklearn vs sklearnex vs xgboost, about a
 minute on 2 cores). Every case runs in its own process, one at a time unless ``--jobs``
 says otherwise; each finished case is stored at once in ``--results-dir``, so an interrupted
-run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks. Exit code 0 when
-every case succeeded, 1 when any failed (the table says which and why), 2 for a bad spec.
+run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks (``--retry-failed``:
+and those that failed for a reason that may not recur). Exit code 0 when every case
+succeeded, 1 when any failed (the table says which and why), 2 for a bad spec (more ranks
+than this machine has cores, unless the case says ``oversubscribe = true``, included).
+SIGINT, SIGTERM and SIGHUP stop the run as Ctrl-C does: it is marked interrupted, the
+cases running here end with their launchers and ranks, and it exits 128 + the signal.
+Another accelml run active on this machine is warned about (the timings share its cores).
 
 After the table comes the agreement matrix (:func:`accelml.report.repro.agreement_matrix`):
 run-to-run identity of each case's repeats, and agreement across backends, devices and
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -33,7 +39,8 @@ from rich.progress import (
 
 from accelml.cases import Experiment
 from accelml.compare import Comparison, plan_run, run_experiment
-from accelml.executors import ensure_available
+from accelml.errors import Interrupted, SpecError, interrupt_on
+from accelml.executors import ensure_available, ensure_scale, submits_jobs
 from accelml.executors.arguments import (
     add_cluster_arguments,
     progress_for,
@@ -42,6 +49,7 @@ from accelml.executors.arguments import (
 from accelml.report.table import json_clean, legend, rich_table, to_json
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
+from accelml.runner.environment import other_runs
 from accelml.spec.load import load_spec, load_spec_text
 
 HELP = "run an experiment spec (default: the embedded one) and print the comparison table"
@@ -55,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results store directory (default: ./accelml-results)")
     parser.add_argument("--resume", default=None, metavar="RUN_ID",
                         help="finish an interrupted run: run only the cases it has no result for")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="with --resume: also run again the cases that failed for a reason "
+                             "that may not recur (lost worker, time limit, killed)")
     parser.add_argument("--json", action="store_true",
                         help="print machine-readable results (JSON) instead of the table")
     parser.add_argument("--reference", default=None, metavar="BACKEND",
@@ -93,8 +104,11 @@ def _print_plan(experiment: Experiment) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.retry_failed and args.resume is None:
+        raise SpecError("--retry-failed goes with --resume RUN_ID (it retries that run's failed cases)")
     experiment, resumed = _experiment(args)
     settings = settings_from_args(args, experiment)
+    ensure_scale(experiment.cases, settings)   # before anything runs or is written
     if args.dry_run:
         # The cases as run_experiment would run them (seeded in deterministic mode).
         _print_plan(plan_run(experiment, deterministic=args.deterministic, resumed=resumed).experiment)
@@ -113,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
         verb = "resuming" if args.resume else "run"
         err.print(f"accelml compare: {verb} {run.run_id}: {pending} case(s) to run "
                   f"of {run.planned_cases}; results in {store.directory}")
+        others = other_runs() if pending and not submits_jobs(settings) else []
+        if others:
+            err.print(f"accelml compare: warning: another accelml run is active on this machine "
+                      f"(pid {', '.join(map(str, others))}): the timings of both share its cores")
         if show_progress and pending:
             progress_bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -132,14 +150,18 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cluster_progress = None if args.no_progress else progress_for(settings)
-        run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
-                                    cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
-                                    progress=cluster_progress, deterministic=args.deterministic)
-    except KeyboardInterrupt:
-        if "run" in state:
-            err.print(f"accelml compare: interrupted; finish it with "
-                      f"--resume {state['run'].run_id} --results-dir {store.directory}")
-        raise
+        # kill, a batch system's cancel or a closed terminal: stop as for Ctrl-C (the run is
+        # marked interrupted, its cases, launchers and ranks end, scratch folders go)
+        with interrupt_on(signal.SIGTERM, signal.SIGHUP):
+            run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
+                                        cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
+                                        progress=cluster_progress, deterministic=args.deterministic,
+                                        retry_failed=args.retry_failed)
+    except KeyboardInterrupt as stop:
+        where = (f"; finish it with --resume {state['run'].run_id} --results-dir {store.directory}"
+                 if "run" in state else "")
+        err.print(f"accelml compare: interrupted{where}")
+        return stop.exit_code if isinstance(stop, Interrupted) else 130
     finally:
         if progress_bar is not None:
             progress_bar.stop()

@@ -85,7 +85,8 @@ class TrainingConfig(JSONRecord):
     ``steps_per_epoch`` cuts every epoch (None: one pass over this worker's shard).
     Files (checkpoints, TensorBoard, CSV log, final model) go under ``output_dir`` and are
     written by rank 0 only; ``launcher`` (None: chosen by :func:`accelml.dl.launch`) starts
-    the ranks; ``checkpoints``/``tensorboard``/``save_model`` need it by the
+    the ranks (:func:`accelml.dl.launch` refuses more ranks on this machine than it has cores
+    unless ``oversubscribe`` is set); ``checkpoints``/``tensorboard``/``save_model`` need it by the
     time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod
     as its environment (by the strategies that run on Horovod). ``step_capture``
     ``"cuda-graph"`` replays Keras-on-torch training steps from CUDA graphs (GPUs; see
@@ -131,6 +132,7 @@ class TrainingConfig(JSONRecord):
     launcher: str | None = None
     step_capture: str = "none"
     batchnorm_momentum: float | None = None
+    oversubscribe: bool = False
     model_options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:

@@ -25,10 +25,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -36,6 +34,8 @@ from accelml.dl.common import free_ports
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Strategy
 from accelml.errors import AccelmlError, SpecError, UnavailableError
+from accelml.probe import usable_cores
+from accelml.scratch import die_with_this_process, kill_tree, make_scratch
 
 RANK_VARIABLE = "ACCELML_RANK"
 """The rank given to each process that :func:`launch` starts itself (local processes)."""
@@ -86,6 +86,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         exported = [arg for name in sorted(set(rank_environment(config)) | {"PATH", "PYTHONPATH"})
                     for arg in ("-x", name)]
         as_root = ["--allow-run-as-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+        as_root += ["--oversubscribe"] if config.oversubscribe else []
         return [([tool, "-np", str(n), "-bind-to", "none", "-map-by", "slot"] + as_root
                  + exported + worker, env)]
     if launcher == SRUN:
@@ -105,14 +106,34 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
 
 
 def _kill(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGKILL each launcher and every process it started (ranks in sessions of their own too)."""
     for process in processes:
-        if process.poll() is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(process.pid, include_self=process.poll() is None)
     for process in processes:
         process.wait()
+
+
+ONE_HOST_LAUNCHERS = ("horovodrun", LOCAL_PROCESSES)
+"""Launchers that start every rank on this machine (``mpirun`` and ``srun`` place them
+on the hosts of the allocation)."""
+
+
+def check_scale(config: TrainingConfig, launcher: str) -> None:
+    """A one-line :class:`SpecError` when ``launcher`` would start more ranks on this machine
+    than it has cores, unless ``config.oversubscribe`` allows it.
+
+    >>> check_scale(TrainingConfig(strategy="horovod", workers=10**6), "horovodrun")
+    Traceback (most recent call last):
+    ...
+    accelml.errors.SpecError: 1000000 ranks of horovod on a machine with ...: set oversubscribe = true ...
+    """
+    ranks = config.strategy_record.ranks(config.workers)
+    if config.oversubscribe or launcher not in ONE_HOST_LAUNCHERS or ranks <= 1:
+        return
+    cores = usable_cores()
+    if ranks > cores:
+        raise SpecError(f"{ranks} ranks of {config.strategy} on a machine with {cores} core(s): "
+                        "set oversubscribe = true to run more ranks than cores")
 
 
 def _tail(path: str, lines: int = 15) -> str:
@@ -143,8 +164,10 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     if launcher not in allowed:
         raise SpecError(f"strategy {config.strategy!r} is launched with "
                         f"{' or '.join(allowed)}, not {launcher!r}")
+    check_scale(config, launcher)
     own_dir = work_dir is None
-    work_dir = work_dir or tempfile.mkdtemp(prefix="accelml-dl-")
+    # a directory of a process killed with SIGKILL is swept when the next case starts
+    work_dir = work_dir or make_scratch("accelml-dl-")
     results = os.path.join(work_dir, "ranks")
     os.makedirs(results, exist_ok=True)
     for stale in os.listdir(results):
@@ -172,7 +195,8 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
             with open(log_path, "w") as log:
                 processes.append(subprocess.Popen(command, env=command_env, stdout=log,
                                                   stderr=subprocess.STDOUT, cwd=os.getcwd(),
-                                                  start_new_session=True))
+                                                  start_new_session=True,
+                                                  preexec_fn=die_with_this_process()))
         first_error_at = None
         while any(p.poll() is None for p in processes):
             now = time.monotonic()

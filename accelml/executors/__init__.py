@@ -29,10 +29,14 @@ A new kind is one module in :mod:`accelml.executors.schedulers` (or an entry poi
 
 from __future__ import annotations
 
-from accelml.errors import UnavailableError
+from collections.abc import Sequence
+
+from accelml.cases import Case
+from accelml.errors import SpecError, UnavailableError
 from accelml.executors.config import SCHEDULERS, ClusterSettings
 from accelml.executors.interface import CaseOutcome, Executor, FanOutProgress, ProgressCallback
 from accelml.executors.jobqueue_adapter import installed_versions, version_problem
+from accelml.executors.resources import CaseNeeds
 
 
 def make_executor(settings: ClusterSettings | None = None,
@@ -55,10 +59,30 @@ def ensure_available(settings: ClusterSettings | None) -> None:
         raise UnavailableError(f"--cluster {scheduler.name}: {reason}")
 
 
+def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None) -> None:
+    """Raise :class:`SpecError` (one line, naming the case) for the first case beyond what
+    ``settings``' scheduler can give (e.g. more ranks than this machine has cores, for
+    ``--cluster local``): call it before anything runs or is written.
+
+    >>> from accelml.cases import DatasetSpec
+    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped"), workers=10**6,
+    ...             strategy="horovod")
+    >>> ensure_scale([case], None)
+    Traceback (most recent call last):
+    ...
+    accelml.errors.SpecError: case mlp/keras/cpu x1000000 on d: 1000000 ranks on this machine, ...
+    """
+    scheduler = SCHEDULERS.get((settings or ClusterSettings()).kind)
+    for case in cases:
+        problem = scheduler.scale_problem(CaseNeeds.of_case(case))
+        if problem is not None:
+            raise SpecError(f"case {case.label}: {problem}")
+
+
 def submits_jobs(settings: ClusterSettings | None) -> bool:
     """Whether cases run in batch jobs (each with the cores of its job) rather than on this machine."""
     return settings is not None and SCHEDULERS.get(settings.kind).job_queue is not None
 
 
 __all__ = ["CaseOutcome", "Executor", "FanOutProgress", "ProgressCallback", "ensure_available",
-           "make_executor", "submits_jobs"]
+           "ensure_scale", "make_executor", "submits_jobs"]

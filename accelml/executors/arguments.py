@@ -86,6 +86,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                        help="how a multi-rank case starts its ranks in its SLURM job")
     group.add_argument("--no-tls", dest="tls", action="store_false", default=None,
                        help="scheduler without TLS (only on a cluster no one else can reach)")
+    group.add_argument("--dashboard", action="store_true", default=None,
+                       help="keep dask's dashboard (on 127.0.0.1 only; default: no HTTP server)")
 
 
 def _positive_int(text: str) -> int:
@@ -130,6 +132,7 @@ def settings_from_args(args: argparse.Namespace, spec: Experiment | None = None)
         "jobs": getattr(args, "jobs", None),
         "retries": getattr(args, "retries", None),
         "tls": getattr(args, "tls", None),
+        "dashboard": getattr(args, "dashboard", None),
         "launcher": getattr(args, "launcher", None),
         "resources": {key: value for key, value in resources.items() if value is not None},
     }

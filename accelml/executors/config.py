@@ -33,12 +33,12 @@ from typing import Protocol, TypeVar
 
 from accelml.errors import SpecError
 from accelml.executors.interface import Executor, ProgressCallback
-from accelml.executors.resources import Resources
+from accelml.executors.resources import CaseNeeds, Resources
 from accelml.plugins import ExtensionPoint, unknown_choice
 
 DEFAULTS_FILE = "accelml-cluster.yaml"
 _SETTING_KEYS = ("kind", "jobs", "retries", "tls", "shared_directory", "worker_start_timeout",
-                 "interface", "python", "launcher", "srun_mpi", "resources")
+                 "interface", "python", "launcher", "srun_mpi", "dashboard", "resources")
 LAUNCHERS = ("srun", "mpirun")
 """How a multi-rank case may start its ranks inside its job (``--launcher``)."""
 
@@ -59,6 +59,10 @@ def _mpirun(settings: ClusterSettings) -> str:
 
 
 def _no_problem() -> str | None:
+    return None
+
+
+def _any_scale(needs: CaseNeeds) -> str | None:
     return None
 
 
@@ -126,13 +130,15 @@ class Scheduler:
     :class:`~accelml.executors.jobqueue.JobQueueExecutor` for batch systems);
     ``job_queue`` says how to write, submit, watch and cancel worker jobs (None: no jobs);
     ``preview_as`` names the scheduler whose job scripts ``accelml slurm-script`` prints
-    for this one when it writes none itself.
+    for this one when it writes none itself; ``scale_problem(needs)`` says why a case with
+    these needs is beyond what the scheduler can give (checked before anything runs), or None.
     """
 
     name: str
     executor: ExecutorFactory
     job_queue: JobQueue | None = None
     preview_as: str | None = None
+    scale_problem: Callable[[CaseNeeds], str | None] = _any_scale
 
     def queue(self) -> JobQueue:
         """:attr:`job_queue`; a one-line :class:`SpecError` for a scheduler that submits no jobs."""
@@ -164,6 +170,7 @@ class ClusterSettings:
     python: str | None = None
     launcher: str = "srun"
     srun_mpi: str | None = "pmix"
+    dashboard: bool = False
     resources: Resources = field(default_factory=Resources)
 
     def __post_init__(self) -> None:
@@ -176,6 +183,8 @@ class ClusterSettings:
             raise _invalid("retries", self.retries)
         if not isinstance(self.tls, bool):
             raise _invalid("tls", self.tls)
+        if not isinstance(self.dashboard, bool):
+            raise _invalid("dashboard", self.dashboard)
         if self.srun_mpi is not None and (not isinstance(self.srun_mpi, str) or not self.srun_mpi.isidentifier()):
             raise _invalid("srun_mpi", self.srun_mpi)
         if self.launcher not in LAUNCHERS:
@@ -202,6 +211,7 @@ def _invalid(key: str, value: object) -> SpecError:
             "jobs": "expected an integer >= 1",
             "retries": "expected an integer >= 0",
             "tls": "expected true or false",
+            "dashboard": "expected true or false",
             "srun_mpi": "expected an MPI plugin name ('pmix', 'pmi2', see srun --mpi=list) or null",
             "launcher": f"allowed: {', '.join(LAUNCHERS)}",
             "worker_start_timeout": "expected seconds > 0",
@@ -237,6 +247,7 @@ def _settings(values: Mapping[str, object], resources: Resources) -> ClusterSett
         python=_optional_setting(values, "python", str, base.python),
         launcher=_setting(values, "launcher", str, base.launcher),
         srun_mpi=_optional_setting(values, "srun_mpi", str, base.srun_mpi),
+        dashboard=_setting(values, "dashboard", bool, base.dashboard),
         resources=resources,
     )
 

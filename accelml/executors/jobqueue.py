@@ -20,7 +20,10 @@ is interrupted. Leaving the ``with`` block (normally, by an exception, Ctrl-C or
 cancels every job of the run and waits until the queue no longer lists them.
 
 Security: the scheduler listens with mutual TLS by default (temporary certificates in a
-0700 directory, see :mod:`accelml.executors.tls`).
+0700 directory, see :mod:`accelml.executors.tls`); neither it nor the workers keep an HTTP
+listener unless ``dashboard = true`` (:mod:`accelml.executors.dashboard`). A run's folder
+(certificates, logs) left by a client killed with SIGKILL is removed, and its jobs
+cancelled, by the next run.
 
 Example (needs a SLURM cluster)::
 
@@ -33,6 +36,7 @@ Example (needs a SLURM cluster)::
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -42,15 +46,14 @@ import secrets
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import TYPE_CHECKING, Generic, Self, cast
 
-from accelml.errors import UnavailableError
+from accelml.errors import UnavailableError, interrupt_on
 from accelml.executors.config import ClusterSettings
+from accelml.executors.dashboard import close_cluster_http
 from accelml.executors.interface import (
     CaseOutcome,
     FanOutProgress,
@@ -62,6 +65,7 @@ from accelml.executors.jobqueue_adapter import WorkerJobs, task_facts
 from accelml.executors.resources import CaseNeeds, Resources
 from accelml.executors.scripts import job_options
 from accelml.executors.tls import TemporaryCredentials
+from accelml.scratch import claim, owner_alive, sweep
 
 if TYPE_CHECKING:  # annotations only: distributed is imported when a cluster starts
     from distributed import Client, Future
@@ -71,6 +75,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_JOBS = 4
 """Worker jobs when ``jobs`` is not set: one per case, at most this many."""
+JOB_NAME_PREFIX = "accelml-"
+"""Every run's worker jobs and its folder under the shared directory are named this + 6 hex digits."""
 
 
 @dataclass
@@ -135,12 +141,12 @@ class JobQueueExecutor:
         self.progress = progress
         self.poll_interval = poll_interval
         # at most 15 characters: older PBS (Torque) cuts job names there
-        self.job_name = f"accelml-{secrets.token_hex(3)}"
+        self.job_name = f"{JOB_NAME_PREFIX}{secrets.token_hex(3)}"
         self.run_directory = settings.shared_path / self.job_name
         self.jobs: WorkerJobs | None = None
         self.client: Client | None = None
         self._credentials: TemporaryCredentials | None = None
-        self._previous_sigterm: signal.Handlers | Callable[[int, FrameType | None], object] | int | None = None
+        self._signals = contextlib.ExitStack()
         self._pools: dict[str, _Pool] = {}
         self._last_progress: FanOutProgress | None = None
         self._keep_logs = False
@@ -164,27 +170,40 @@ class JobQueueExecutor:
     def _start(self) -> None:
         from distributed import Client
 
+        self._sweep_dead_runs()
         self.run_directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.run_directory.chmod(0o700)
+        claim(self.run_directory)
         if self.settings.tls:
             self._credentials = TemporaryCredentials.create(self.run_directory)
-        self._install_sigterm_handler()
+        # scancel of a batch job that runs the comparison sends SIGTERM: clean up as for Ctrl-C
+        self._signals.enter_context(interrupt_on(signal.SIGTERM))
         self.jobs = WorkerJobs(self.queue, self.settings, job_name=self.job_name,
                                log_directory=str(self.run_directory / "logs"),
                                shared_directory=str(self.run_directory), security=self.security)
         self.client = Client(self.jobs.cluster, security=self.security, set_as_default=False)
+        if self.settings.dashboard:
+            logger.warning("dask dashboard (this machine only): %s", self.client.dashboard_link)
+        else:
+            close_cluster_http(self.client, workers=False)   # worker jobs close theirs (preload)
 
-    def _install_sigterm_handler(self) -> None:
-        """``scancel`` of a batch job that runs the comparison sends SIGTERM: clean up as for Ctrl-C."""
-        if threading.current_thread() is not threading.main_thread():
+    def _sweep_dead_runs(self) -> None:
+        """Cancel the jobs of runs whose client died on this host without cleaning up (SIGKILL),
+        then remove their folders (TLS credentials, logs); a run's folder is named as its jobs."""
+        parent = self.settings.shared_path
+        try:
+            stale = [entry for entry in parent.iterdir()
+                     if entry.name.startswith(JOB_NAME_PREFIX) and owner_alive(entry) is False]
+        except OSError:
             return
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-
-        def interrupt(signum: int, frame: FrameType | None) -> None:
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        self._previous_sigterm = signal.signal(signal.SIGTERM, interrupt)
+        for entry in stale:
+            try:
+                jobs = self.queue.read_queue(entry.name, ())
+            except (OSError, subprocess.SubprocessError):
+                continue   # the queue cannot be read now: leave it to the next run
+            if jobs:
+                subprocess.run([self.queue.cancel, *jobs], capture_output=True, timeout=30, check=False)
+        sweep(parent, (JOB_NAME_PREFIX,))
 
     @property
     def address(self) -> str | None:
@@ -219,9 +238,7 @@ class JobQueueExecutor:
             if self._credentials is not None:
                 self._credentials.remove()
                 self._credentials = None
-            if self._previous_sigterm is not None:
-                signal.signal(signal.SIGTERM, self._previous_sigterm)
-                self._previous_sigterm = None
+            self._signals.close()
             if not self._keep_logs:
                 shutil.rmtree(self.run_directory, ignore_errors=True)
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from accelml.errors import UnavailableError
 from accelml.executors.config import ClusterSettings, JobOptions, JobQueue
+from accelml.executors.dashboard import LOCAL_ONLY
 
 if TYPE_CHECKING:  # annotations only: distributed is imported when a cluster starts
     from distributed.core import Status
@@ -196,7 +197,7 @@ class WorkerJobs:
             security=security,
             protocol="tls://" if security else "tcp://",
             interface=settings.interface,
-            scheduler_options={"dashboard_address": None, "allowed_failures": settings.retries},
+            scheduler_options={"dashboard_address": LOCAL_ONLY, "allowed_failures": settings.retries},
             job_name=job_name,
             log_directory=log_directory,
             shared_temp_directory=shared_directory,

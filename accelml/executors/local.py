@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Self
 
 from accelml.executors.config import ClusterSettings
+from accelml.executors.dashboard import LOCAL_ONLY, close_cluster_http
 from accelml.executors.interface import CaseOutcome, Item, ProgressCallback, Result
 from accelml.executors.resources import CaseNeeds
-from accelml.probe import list_gpus
+from accelml.probe import list_gpus, usable_cores
 
 if TYPE_CHECKING:  # annotations only: distributed is imported when the cluster starts
     from dask.config import set as DaskConfig
@@ -43,6 +44,7 @@ class LocalExecutor:
     def __init__(self, settings: ClusterSettings | None = None, *, jobs: int | None = None,
                  progress: ProgressCallback | None = None):
         self.jobs = int(jobs or (settings.jobs if settings is not None else None) or 1)
+        self.dashboard = settings is not None and settings.dashboard
         self.progress = progress
         self.cluster: LocalCluster | None = None
         self.client: Client | None = None
@@ -57,8 +59,14 @@ class LocalExecutor:
         self._config = dask.config.set(QUIET_DASK)
         self._config.__enter__()
         self.cluster = LocalCluster(n_workers=1, threads_per_worker=self.jobs, processes=False,
-                                    dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+                                    dashboard_address=LOCAL_ONLY, worker_dashboard_address=LOCAL_ONLY,
+                                    silence_logs=logging.ERROR)
         self.client = Client(self.cluster)
+        if self.dashboard:
+            logging.getLogger(__name__).warning("dask dashboard (this machine only): %s",
+                                                self.client.dashboard_link)
+        else:
+            close_cluster_http(self.client)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -113,6 +121,24 @@ class LocalExecutor:
             for future in futures:
                 if not future.done():
                     future.cancel()
+
+
+def scale_problem(needs: CaseNeeds) -> str | None:
+    """Why this machine should not run a case with ``needs``: more ranks than it has cores,
+    unless the case allows it (``oversubscribe = true``); else None.
+
+    >>> scale_problem(CaseNeeds(ranks=1)) is None
+    True
+    >>> scale_problem(CaseNeeds(ranks=10**6))
+    '1000000 ranks on this machine, which has ... core(s): set oversubscribe = true ...'
+    >>> scale_problem(CaseNeeds(ranks=10**6, oversubscribe=True)) is None
+    True
+    """
+    cores = usable_cores()
+    if needs.ranks <= cores or needs.oversubscribe:
+        return None
+    return (f"{needs.ranks} ranks on this machine, which has {cores} core(s): "
+            "set oversubscribe = true in the case to run more ranks than cores")
 
 
 def gpu_shortfall(needs: Sequence[CaseNeeds]) -> dict[int, str]:

@@ -121,6 +121,7 @@ class CaseNeeds:
     ranks: int = 1
     memory_bytes: int | None = None
     seconds: float | None = None
+    oversubscribe: bool = False
 
     def __post_init__(self) -> None:
         _positive_int(self.cores, "cores")
@@ -135,16 +136,17 @@ class CaseNeeds:
         record says (``gpus_per_worker``); ``workers`` are separate ranks where the
         strategy is multi-process and devices of one process otherwise; ``threads`` are
         cores (at least the strategy's ``cores_per_rank``); ``memory_limit_mb`` and
-        ``time_limit_s`` size the job. A strategy not installed here is sized as one
-        process with one GPU per worker.
+        ``time_limit_s`` size the job; ``oversubscribe`` allows more ranks than cores. A
+        strategy not installed here is sized as one process with one GPU per worker.
 
         >>> from types import SimpleNamespace as Case
         >>> CaseNeeds.of_case(Case(device="cuda", workers=4, strategy="horovod"))
-        CaseNeeds(cores=1, gpus=4, ranks=4, memory_bytes=None, seconds=None)
+        CaseNeeds(cores=1, gpus=4, ranks=4, memory_bytes=None, seconds=None, oversubscribe=False)
         >>> CaseNeeds.of_case(Case(device="cuda", workers=2, strategy="mirrored", threads=4))
-        CaseNeeds(cores=4, gpus=2, ranks=1, memory_bytes=None, seconds=None)
-        >>> CaseNeeds.of_case(Case(device="cpu", workers=1, memory_limit_mb=512, time_limit_s=60.0))
-        CaseNeeds(cores=1, gpus=0, ranks=1, memory_bytes=536870912, seconds=60.0)
+        CaseNeeds(cores=4, gpus=2, ranks=1, memory_bytes=None, seconds=None, oversubscribe=False)
+        >>> needs = CaseNeeds.of_case(Case(device="cpu", workers=1, memory_limit_mb=512, time_limit_s=60.0))
+        >>> needs.memory_bytes, needs.seconds, needs.oversubscribe
+        (536870912, 60.0, False)
         """
         workers = int(getattr(case, "workers", None) or 1)
         name = getattr(case, "strategy", None)
@@ -163,6 +165,7 @@ class CaseNeeds:
             ranks=ranks,
             memory_bytes=int(memory_mb) * 2**20 if memory_mb else None,
             seconds=float(seconds) if seconds else None,
+            oversubscribe=getattr(case, "oversubscribe", False) is True,
         )
 
 

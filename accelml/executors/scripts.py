@@ -21,6 +21,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from accelml.executors.config import ClusterSettings, JobQueue, Scheduler
+from accelml.executors.dashboard import worker_arguments
 from accelml.executors.jobqueue_adapter import job_script
 from accelml.executors.resources import Resources
 
@@ -57,7 +58,7 @@ def job_options(queue: JobQueue, resources: Resources, settings: ClusterSettings
         "processes": 1,
         "job_name": job_name,
         "job_script_prologue": prologue_lines(queue, resources, settings),
-        "worker_extra_args": ["--resources", worker_resources],
+        "worker_extra_args": ["--resources", worker_resources, *worker_arguments(settings.dashboard)],
         "python": settings.python or sys.executable,
         "interface": settings.interface,
         "death_timeout": 60,

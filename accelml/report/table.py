@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from accelml.cases import OVERSUBSCRIBE
 from accelml.report.measure import Measure, measures
 from accelml.report.repro import compare_results
 from accelml.report.speed import reference_cases, scaling, speedup
@@ -98,6 +99,7 @@ class Row:
     is_reference: bool
     efficiency: float | None = None
     strategy: str | None = None
+    oversubscribed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,15 +181,16 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             speedup_high=high, score_name=score_name, score=score, agreement=match,
             status=status, reason=result.reason, noisy=result.noisy, is_reference=is_reference,
             efficiency=None if found_scaling is None else found_scaling.efficiency,
-            strategy=result.strategy,
+            strategy=result.strategy, oversubscribed=dict(result.params).get(OVERSUBSCRIBE) is True,
         ))
     return rows
 
 
 def _status_text(row: Row, note: int | None = None) -> str:
+    flags = ", oversubscribed" if row.oversubscribed else ""
     if row.status == "ok":
-        return "ok, noisy" if row.noisy else "ok"
-    return row.status + (f" [{note}]" if note else "")
+        return ("ok, noisy" if row.noisy else "ok") + flags
+    return row.status + flags + (f" [{note}]" if note else "")
 
 
 def _varying_params(rows: list[Row]) -> bool:
@@ -288,6 +291,9 @@ def legend(rows: list[Row]) -> str:
     notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"]
     if any(row.noisy for row in rows):
         notes.append("~ / noisy: the median's confidence interval stayed wider than the target")
+    if any(row.oversubscribed for row in rows):
+        notes.append("oversubscribed: more ranks than cores (oversubscribe = true); its times "
+                     "measure sharing, not scaling")
     lines = ["; ".join(notes)]
     for case_id, (number, reason) in failure_notes(rows).items():
         lines.append(f"[{number}] {case_id}: {reason}")

@@ -123,17 +123,42 @@ def _resolve(location: str | os.PathLike[str] | None) -> tuple[Path, Path]:
     return path, path / DATABASE_NAME
 
 
+def file_mode() -> int:
+    """The mode every file of a store is written with: ``0o666`` less the process's umask
+    (SQLite would give its database 0644, ``mkstemp`` arrays 0600), so a store that a group
+    shares through its umask works for the whole group.
+
+    >>> old = os.umask(0o007)
+    >>> oct(file_mode())
+    '0o660'
+    >>> _ = os.umask(old)
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 class ResultsStore:
     """A results directory: the SQLite database and the content-addressed arrays beside it."""
 
     def __init__(self, location: str | os.PathLike[str] | None = None, *, create: bool = True):
         self.directory, self.database = _resolve(location)
-        if not self.database.exists():
+        created = not self.database.exists()
+        if created:
             if not create:
                 raise AccelmlError(f"no results store at {self.database}")
             self.directory.mkdir(parents=True, exist_ok=True)
         self.arrays_directory = self.directory / ARRAYS_DIR
         with self._connect() as connection:
+            if created:   # SQLite creates it 0644; its -wal and -shm files copy this mode
+                os.chmod(self.database, file_mode())
             self._migrate(connection)
 
     def __repr__(self) -> str:
@@ -252,12 +277,13 @@ class ResultsStore:
 
     # -- case results --------------------------------------------------------------------
 
-    def add_case_result(self, result: CaseResult,
-                        arrays: Mapping[str, bytes] | None = None) -> bool:
+    def add_case_result(self, result: CaseResult, arrays: Mapping[str, bytes] | None = None,
+                        *, replace_failed: bool = False) -> bool:
         """Store one finished case in one transaction; its arrays are written first.
 
         ``arrays`` maps a digest to the ``.npy`` bytes of that array. Returns False (and
-        changes nothing) when this case of this run is already stored.
+        changes nothing) when this case of this run is already stored, unless
+        ``replace_failed`` and the stored one failed (a retry: the new result takes its place).
         """
         for digest, content in (arrays or {}).items():
             self._put_array_bytes(digest, content)
@@ -265,6 +291,9 @@ class ResultsStore:
             if connection.execute("SELECT 1 FROM runs WHERE run_id=?",
                                   (result.run_id,)).fetchone() is None:
                 raise AccelmlError(f"no run {result.run_id} in {self.database}")
+            if replace_failed:
+                connection.execute("DELETE FROM cases WHERE run_id=? AND case_id=? AND status!=?",
+                                   (result.run_id, result.case_id, CaseResult.OK))
             cursor = connection.execute(
                 "INSERT OR IGNORE INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (result.run_id, result.case_id, result.status, result.algorithm, result.backend,
@@ -319,6 +348,7 @@ class ResultsStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
+            os.fchmod(handle, file_mode())
             with os.fdopen(handle, "wb") as out:
                 out.write(content)
             os.replace(temporary, path)

@@ -19,7 +19,7 @@ import sys
 
 from accelml.dl.strategies import strategy_libraries
 from accelml.estimators import BACKENDS
-from accelml.probe import list_gpus
+from accelml.probe import list_gpus, usable_cores
 from accelml.results.records import Environment, GPUDevice
 
 CORE_LIBRARIES = (
@@ -44,14 +44,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity mask, which SLURM and taskset narrow)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def library_versions() -> tuple[tuple[str, str], ...]:
@@ -87,3 +79,25 @@ def fingerprint(threads: int | None = None) -> Environment:
         slurm_job_id=os.environ.get("SLURM_JOB_ID"),
         threads=threads,
     )
+
+
+def other_runs() -> list[int]:
+    """Process ids of accelml comparisons (``accelml compare``, case processes) on this machine
+    that this process neither is, started, nor was started by: runs whose timings share the
+    cores with this one's.
+
+    >>> other_runs() == [] or all(isinstance(pid, int) for pid in other_runs())
+    True
+    """
+    import psutil
+
+    me = psutil.Process()
+    related = {me.pid} | {p.pid for p in me.children(recursive=True)} | {p.pid for p in me.parents()}
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        arguments = process.info["cmdline"] or []
+        if process.info["pid"] in related or not any(a in ("compare", "run-case") for a in arguments):
+            continue
+        if any(a == "accelml" or a.endswith(os.sep + "accelml") for a in arguments):
+            found.append(int(process.info["pid"]))
+    return sorted(found)

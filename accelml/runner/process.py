@@ -36,11 +36,18 @@ from pathlib import Path
 from accelml.cases import Case
 from accelml.convert import JSONRecord
 from accelml.results.records import CaseResult, FailureKind, utc_now
+from accelml.scratch import kill_tree, make_scratch, sweep
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS")
 MEMORY_POLL_SECONDS = 0.1
+OUT_OF_MEMORY_SHARE = 0.8
+"""A case killed by SIGKILL is said to be out of memory when its peak memory reached this
+share of the machine's."""
+SCRATCH_PREFIXES = ("accelml-case-", "accelml-dl-")
+"""Scratch folders of case processes and their launchers; those of a process killed with
+SIGKILL are swept (:func:`accelml.scratch.sweep`) when the next case starts."""
 STDERR_TAIL = 4000
 
 
@@ -78,6 +85,10 @@ class CaseTask:
     @property
     def memory_limit_mb(self) -> int | None:
         return self.case.memory_limit_mb
+
+    @property
+    def oversubscribe(self) -> bool:
+        return self.case.oversubscribe
 
     @property
     def time_limit_s(self) -> float:
@@ -147,23 +158,65 @@ def _tree_rss(pid: int) -> int:
 
 def _kill_group(process: subprocess.Popen[bytes], wait: bool = True) -> None:
     """SIGKILL the case process and everything it started (e.g. the ranks of horovodrun)."""
-    import psutil
-
-    try:
-        members = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        members = []
-    for member in members:
-        try:
-            member.kill()
-        except psutil.Error:
-            pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass
+    kill_tree(process.pid, include_self=process.returncode is None)
     if wait:
         process.wait()
+
+
+_RUNNING: dict[int, tuple[subprocess.Popen[bytes], Path]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def end_running_cases() -> int:
+    """Kill every case process this process started and still runs (with what they started)
+    and remove their scratch folders (and those of their launchers): the client's clean-up when it is interrupted
+    (Ctrl-C, SIGTERM) while cases run on dask threads beside it. Returns how many it ended."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.values())
+    for process, _ in running:
+        _kill_group(process, wait=False)
+    for process, scratch in running:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        shutil.rmtree(scratch, ignore_errors=True)
+    if running:   # the launchers' folders of the case processes just killed
+        sweep(tempfile.gettempdir(), SCRATCH_PREFIXES)
+    return len(running)
+
+
+def _wait(process: subprocess.Popen[bytes]) -> int:
+    """Wait for ``process``; return the peak resident memory (bytes) of its largest process
+    (its own, or of a process it waited for) as the kernel accounts it."""
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    except ChildProcessError:   # reaped already (by a kill that waited)
+        process.wait()
+        return 0
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return int(usage.ru_maxrss) * 1024
+
+
+def _killed_by_signal(code: int, peak_rss: int, last: str) -> tuple[FailureKind, str]:
+    """What is known of a case process that ``-code`` (a signal) ended: which signal, and its
+    peak memory against this machine's; out of memory is named only when it came near that.
+
+    >>> kind, reason = _killed_by_signal(-9, 2**20, "")
+    >>> kind.value, reason.split(";")[0]
+    ('killed', 'killed by SIGKILL from outside the case (a user, the batch system or the kernel)')
+    """
+    import psutil
+
+    name = signal.Signals(-code).name
+    total = psutil.virtual_memory().total
+    memory = f"peak memory {peak_rss / 2**20:.0f} MiB of {total / 2**20:.0f} MiB on this machine"
+    if code == -signal.SIGKILL and peak_rss >= OUT_OF_MEMORY_SHARE * total:
+        return FailureKind.MEMORY, f"killed by SIGKILL at {memory}: most likely out of memory"
+    if code == -signal.SIGKILL:
+        return FailureKind.KILLED, (f"killed by SIGKILL from outside the case (a user, the batch "
+                                    f"system or the kernel); {memory}, so not for lack of memory")
+    return FailureKind.KILLED, f"killed by {name}; {memory}" + (f": {last}" if last else "")
 
 
 def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_limit_mb: int
@@ -194,11 +247,17 @@ def _failed(task: CaseTask, failure: FailureKind, reason: str, wall: float, star
     return CaseOutput(result)
 
 
+def _sweep_scratch(task: CaseTask) -> None:
+    for parent in {task.workdir or tempfile.gettempdir(), tempfile.gettempdir()}:
+        sweep(parent, SCRATCH_PREFIXES)
+
+
 def execute_case(task: CaseTask) -> CaseOutput:
     """Run one case in a fresh process; see the module docstring."""
     time_limit = task.case.time_limit_s or 600.0
     memory_limit_mb = task.case.memory_limit_mb
-    scratch = Path(tempfile.mkdtemp(prefix="accelml-case-", dir=task.workdir))
+    _sweep_scratch(task)
+    scratch = Path(make_scratch("accelml-case-", task.workdir))
     try:
         input_path, output_path = scratch / "input.json", scratch / "result.json"
         stderr_path = scratch / "stderr.txt"
@@ -224,6 +283,8 @@ def execute_case(task: CaseTask) -> CaseOutput:
                 # Same session and process group as the client: the same CPU share (the
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
             )
+            with _RUNNING_LOCK:
+                _RUNNING[process.pid] = (process, scratch)
             peak_rss = 0
             verdict: tuple[FailureKind, str] | None = None
             try:
@@ -242,7 +303,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
                     timer.daemon = True
                     timer.start()
                     try:
-                        process.wait()
+                        peak_rss = _wait(process)
                     finally:
                         timer.cancel()
                     if expired.is_set() and process.returncode != 0:
@@ -250,6 +311,9 @@ def execute_case(task: CaseTask) -> CaseOutput:
             except BaseException:
                 _kill_group(process)
                 raise
+            finally:
+                with _RUNNING_LOCK:
+                    _RUNNING.pop(process.pid, None)
         wall = time.time() - spawned_at
         if verdict is not None:
             return _failed(task, verdict[0], verdict[1], wall, started_at, peak_rss)
@@ -257,13 +321,9 @@ def execute_case(task: CaseTask) -> CaseOutput:
             tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode(errors="replace").strip()
             last = tail.splitlines()[-1] if tail else ""
             code = process.returncode
-            if code == -signal.SIGKILL:
-                return _failed(task, FailureKind.MEMORY, "killed by SIGKILL (most likely out of memory)",
-                               wall, started_at, peak_rss)
             if code is not None and code < 0:
-                name = signal.Signals(-code).name
-                return _failed(task, FailureKind.KILLED, f"killed by {name}" + (f": {last}" if last else ""),
-                               wall, started_at, peak_rss)
+                kind, reason = _killed_by_signal(code, peak_rss, last)
+                return _failed(task, kind, reason, wall, started_at, peak_rss)
             return _failed(task, FailureKind.KILLED, f"exited with code {code} without a result"
                            + (f": {last}" if last else ""), wall, started_at, peak_rss)
         document = CaseDocument.from_dict(json.loads(output_path.read_text()))
@@ -273,3 +333,4 @@ def execute_case(task: CaseTask) -> CaseOutput:
         return CaseOutput(result, arrays)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        _sweep_scratch(task)   # a launcher's folder left by a case process killed from outside

@@ -24,10 +24,12 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import threading
 import time
 import traceback
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -55,6 +57,7 @@ from accelml.runner.measure import (
     repeat_until_stable,
 )
 from accelml.runner.process import CaseDocument, CaseInput
+from accelml.scratch import kill_tree
 
 PREDICT_METHOD = {"decomposition": "transform"}
 
@@ -178,16 +181,31 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
 
 
 def _watch_parent() -> None:
-    """End this process if the client that started it dies (no orphaned, CPU-eating cases)."""
+    """End this process, and every process it started (a launcher and its ranks), if the
+    client that started it dies (no orphaned, CPU-eating cases)."""
     parent = os.getppid()
 
     def watch() -> None:
         while True:
             time.sleep(0.5)
             if os.getppid() != parent:
+                kill_tree(os.getpid(), include_self=False)
                 os._exit(70)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def _end_children_on_sigterm() -> None:
+    """SIGTERM (the client's clean-up, ``scancel``) first kills what this process started
+    (a launcher in a session of its own gets no signal of the batch system), then this
+    process, by the same signal, so the client still sees which signal ended it."""
+
+    def end(signum: int, frame: FrameType | None) -> None:
+        kill_tree(os.getpid(), include_self=False)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, end)
 
 
 def run_case(inputs: CaseInput) -> CaseDocument:
@@ -267,6 +285,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
 
 def main(input_path: str, output_path: str | None) -> int:
     _watch_parent()
+    _end_children_on_sigterm()
     with open(input_path) as handle:
         inputs = CaseInput.from_dict(json.load(handle))
     text = json.dumps(run_case(inputs).to_dict())

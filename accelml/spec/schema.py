@@ -90,7 +90,10 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "learning_rate": _FLOAT,
     "lr_scaling": ((str,), "'linear', 'sqrt' or 'none'"),
     "keras_backend": ((str,), "a Keras engine the strategy runs on ('tensorflow', 'jax', 'torch')"),
+    "oversubscribe": ((bool,), "true or false (allow more ranks than this machine has cores; "
+                               "flagged in the table)"),
 }
 """Keys of one ``[[cases]]`` table. Grid keys (algorithm ... dataset) take one value or a list."""
 
-DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling", "keras_backend")
+DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling", "keras_backend",
+                 "oversubscribe")

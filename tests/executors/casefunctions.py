@@ -59,3 +59,24 @@ def start_ranks(ranks):
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     lines = sorted(line.split() for line in out.stdout.splitlines() if line.strip())
     return {"launcher": launcher, "ranks": [rank for rank, _ in lines], "jobs": [job for _, job in lines]}
+
+
+def http_listeners(_):
+    """This worker's listening sockets other than its dask comm port, and whether its HTTP
+    server's port (distributed starts one on every worker) accepts a connection."""
+    import socket
+
+    import psutil
+    from distributed import get_worker
+
+    worker = get_worker()
+    comm_port = int(worker.address.rsplit(":", 1)[1])
+    listening = [c.laddr for c in psutil.Process().net_connections(kind="inet")
+                 if c.status == psutil.CONN_LISTEN and c.laddr.port != comm_port]
+    http_port = worker.http_server.port
+    try:
+        socket.create_connection(("127.0.0.1", http_port), timeout=5).close()
+        accepted = True
+    except OSError:
+        accepted = False
+    return {"other_listeners": [f"{a.ip}:{a.port}" for a in listening], "http_accepts": accepted}

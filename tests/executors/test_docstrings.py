@@ -8,7 +8,8 @@ import pytest
 MODULES = ["accelml.executors", "accelml.executors.interface", "accelml.executors.resources",
            "accelml.executors.config", "accelml.executors.tls", "accelml.executors.scripts",
            "accelml.executors.arguments", "accelml.executors.jobqueue", "accelml.executors.jobqueue_adapter",
-           "accelml.executors.local", "accelml.executors.schedulers.slurm", "accelml.executors.schedulers.pbs"]
+           "accelml.executors.local", "accelml.executors.dashboard", "accelml.executors.schedulers.slurm",
+           "accelml.executors.schedulers.pbs"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -14,7 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "accelml"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("accelml.errors", "accelml.convert", "accelml.cases", "accelml.plugins"),
+    ("accelml.errors", "accelml.convert", "accelml.cases", "accelml.plugins", "accelml.scratch"),
     ("accelml.probe", "accelml.results"),
     ("accelml.datasets", "accelml.dl"),
     ("accelml.estimators", "accelml.executors"),

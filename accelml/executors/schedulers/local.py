@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from accelml.executors.config import Scheduler
-from accelml.executors.local import LocalExecutor
+from accelml.executors.local import LocalExecutor, scale_problem
 
-SCHEDULER = Scheduler(name="local", executor=LocalExecutor, preview_as="slurm")
+SCHEDULER = Scheduler(name="local", executor=LocalExecutor, preview_as="slurm",
+                      scale_problem=scale_problem)
