@@ -33,7 +33,7 @@ from pathlib import Path
 
 from accelml.cases import Experiment
 from accelml.compare import run_experiment
-from accelml.errors import AccelmlError, SpecError
+from accelml.errors import SpecError
 from accelml.executors.config import ClusterSettings
 from accelml.report.baseline import (
     DEFAULT_INLINE_LIMIT,
@@ -41,6 +41,7 @@ from accelml.report.baseline import (
     check_run,
     make_baseline,
 )
+from accelml.report.runs import resolve_run
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec
@@ -54,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="FILE",
                         help="baseline file (JSON) to compare with, or to write with --update-baseline")
     parser.add_argument("--run", dest="run_id", default=None, metavar="RUN_ID",
-                        help="check this stored run instead of running the spec")
+                        help="check this stored run (an id, a unique prefix or 'latest') "
+                             "instead of running the spec")
     parser.add_argument("--results-dir", default=None, metavar="DIR",
                         help="results store directory (default: ./accelml-results)")
     parser.add_argument("--update-baseline", action="store_true",
@@ -104,13 +106,8 @@ def run(args: argparse.Namespace) -> int:
     previous = Baseline.read(baseline_path) if args.update_baseline and baseline_path.exists() \
         else None          # --update-baseline keeps an existing file's tolerances
     if args.run_id is not None:
-        try:
-            store = ResultsStore(args.results_dir, create=False)
-            run_id = store.get_run(args.run_id).run_id
-        except SpecError:
-            raise
-        except AccelmlError as error:
-            raise SpecError(str(error)) from None
+        store = ResultsStore(args.results_dir, read_only=True)
+        run_id = resolve_run(store, args.run_id).run_id
     else:
         experiment = load_spec(args.spec)      # a bad spec stops here: nothing is written
         store = ResultsStore(args.results_dir)

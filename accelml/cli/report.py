@@ -6,7 +6,8 @@ script, nothing fetched), ``--plots DIR`` each figure as PNG (or SVG), ``--csv``
 the table, and ``--against OTHER_RUN`` puts a second run beside this one (the time ratio of
 each case, and the environment fields that differ).
 
-Exit code 0 when the report was written, 1 when a run cannot be found or read.
+Exit code 0 when the report was written, 2 when a run cannot be found or its store read
+(a damaged store is one line naming the file and what is wrong).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ The API equivalent of ``python -m accelml report RUN_ID --html out.html``::
 >>> load_report("latest", ResultsStore(tempfile.mkdtemp()).directory)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-accelml.errors.AccelmlError: no runs in ...results.sqlite yet: run `python -m accelml compare` first
+accelml.errors.StoreError: no runs in ...results.sqlite yet: run `python -m accelml compare` first
 """
 
 from __future__ import annotations
