@@ -34,6 +34,7 @@ from pathlib import Path
 from accelml.cases import Experiment
 from accelml.compare import run_experiment
 from accelml.errors import SpecError
+from accelml.executors.arguments import non_negative_int, positive_int
 from accelml.executors.config import ClusterSettings
 from accelml.report.baseline import (
     DEFAULT_INLINE_LIMIT,
@@ -61,14 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results store directory (default: ./accelml-results)")
     parser.add_argument("--update-baseline", action="store_true",
                         help="write the baseline from this run (keeps an existing file's tolerances)")
-    parser.add_argument("--inline-limit", type=int, default=None, metavar="N",
+    parser.add_argument("--inline-limit", type=non_negative_int, default=None, metavar="N",
                         help="arrays of up to N elements are kept in the baseline file "
                              "(default 20000); larger ones keep a digest and a summary")
     parser.add_argument("--deterministic", action="store_true",
                         help="run the spec in deterministic mode: seeds filled in where unset, "
                              "TF op determinism, Horovod fusion off, PYTHONHASHSEED "
                              "(see accelml.runner.determinism)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="cases at once when running the spec (default 1)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help="dataset cache directory")
     parser.add_argument("--json", action="store_true",
@@ -96,10 +97,6 @@ def run(args: argparse.Namespace) -> int:
                         + ("both" if args.spec else "neither"))
     if args.deterministic and args.spec is None:
         raise SpecError("--deterministic applies to running a SPEC, not to a stored --run")
-    if args.jobs is not None and args.jobs < 1:
-        raise SpecError(f"--jobs {args.jobs}: expected an integer >= 1")
-    if args.inline_limit is not None and args.inline_limit < 0:
-        raise SpecError(f"--inline-limit {args.inline_limit}: expected an integer >= 0")
     baseline_path = Path(args.baseline)
     # Read before anything runs: a file that is not a baseline is a SpecError (exit 2).
     against = None if args.update_baseline else Baseline.read(baseline_path)

@@ -39,6 +39,7 @@ from accelml.compare import (
     run_experiment,
     stored_experiment,
 )
+from accelml.errors import SpecError
 from accelml.executors import ensure_available
 from accelml.executors.arguments import (
     add_cluster_arguments,
@@ -87,7 +88,7 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     being resumed."""
     if args.resume is None:
         return load_spec(args.spec), None
-    run = ResultsStore(args.results_dir, create=False).get_run(args.resume)
+    run = ResultsStore(args.results_dir, read_only=True).get_run(args.resume)
     if args.spec is not None:
         return load_spec(args.spec), run
     base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \
@@ -107,6 +108,10 @@ def _print_plan(experiment: Experiment) -> None:
 
 def run(args: argparse.Namespace) -> int:
     experiment, resumed = _experiment(args)
+    backends = sorted({case.backend for case in experiment.cases})
+    if args.reference is not None and args.reference not in backends:
+        raise SpecError(f"--reference {args.reference}: not a backend of this comparison; "
+                        f"its backends: {', '.join(backends)}")
     settings = settings_from_args(args, experiment)
     if args.dry_run:
         # The cases as run_experiment would run them (seeded in deterministic mode).

@@ -455,6 +455,8 @@ class Baseline:
             raise SpecError(f"{path}: no such baseline file (make one with --update-baseline)") from None
         except OSError as error:
             raise SpecError(f"{path}: cannot read the baseline: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise SpecError(f"{path}: not a baseline: not UTF-8 text (byte {error.start})") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:

@@ -159,6 +159,8 @@ class ResultsStore:
             raise StoreError(f"results store {self.database}: not a file")
         elif read_only or not create:
             raise StoreError(f"no results store at {self.database}")
+        elif self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(f"results directory {self.directory} is a file, not a directory")
         else:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
