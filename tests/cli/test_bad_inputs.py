@@ -407,23 +407,13 @@ def wrongly_typed_specs(draw):
     return BASE.replace(old, template.format(value))
 
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @SETTINGS
-@given(text=out_of_range_specs())
-def test_generated_out_of_range_numbers(text, workdir, capsys):
-    (workdir / "spec.toml").write_text(text)
-    try:
-        rejected(["compare", "spec.toml"], workdir, capsys)
-    finally:
-        (workdir / "spec.toml").unlink()
-
-
-@SETTINGS
-@given(text=wrongly_typed_specs())
-def test_generated_wrongly_typed_values(text, workdir, capsys):
+@given(text=st.one_of(out_of_range_specs(), wrongly_typed_specs()))
+def test_generated_out_of_range_and_wrongly_typed_numbers(text, workdir, capsys):
     (workdir / "spec.toml").write_text(text)
     try:
         rejected(["compare", "spec.toml"], workdir, capsys)

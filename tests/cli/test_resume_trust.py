@@ -59,14 +59,19 @@ def tamper(store, run_id, text, fix_hash):
                            (json.dumps(record), record["spec_hash"], run_id))
 
 
+def resume(store, run, capsys, *flags):
+    """``compare --resume RUN`` without a SPEC, as the victim types it: (exit code, stderr)."""
+    code = main(["compare", "--resume", run.run_id, "--results-dir", str(store.directory),
+                 "--no-progress", *flags])
+    return code, capsys.readouterr().err
+
+
 def test_an_edited_stored_spec_with_a_fixed_hash_runs_no_prologue(tmp_path, capsys):
     store, run = interrupted_run(tmp_path)
     marker = tmp_path / "pwned"
     tamper(store, run.run_id, SPEC + f'[cluster]\nkind = "slurm"\n[cluster.resources]\n'
            f'prologue = ["touch {marker}"]\n', fix_hash=True)
-    code = main(["compare", "--resume", run.run_id, "--results-dir", str(store.directory),
-                 "--no-progress"])
-    err = capsys.readouterr().err
+    code, err = resume(store, run, capsys)
     assert code == 0, err
     assert not marker.exists()
     assert "never from the store" in err and err.count("resuming run") == 1
@@ -77,9 +82,7 @@ def test_an_edited_stored_spec_with_a_fixed_hash_runs_no_prologue(tmp_path, caps
 def test_an_edited_stored_spec_that_does_not_match_its_digest_is_refused(tmp_path, capsys):
     store, run = interrupted_run(tmp_path)
     tamper(store, run.run_id, SPEC.replace("n_samples = 60", "n_samples = 61"), fix_hash=False)
-    code = main(["compare", "--resume", run.run_id, "--results-dir", str(store.directory),
-                 "--no-progress"])
-    err = capsys.readouterr().err
+    code, err = resume(store, run, capsys)
     assert code == 2
     assert err.strip().splitlines() == [
         f"accelml compare: error: run {run.run_id}: its stored spec does not match its recorded "
@@ -90,9 +93,7 @@ def test_an_edited_stored_spec_that_does_not_match_its_digest_is_refused(tmp_pat
 def test_an_edited_spec_that_plans_other_cases_is_refused(tmp_path, capsys):
     store, run = interrupted_run(tmp_path)
     tamper(store, run.run_id, SPEC.replace("n_clusters = 2", "n_clusters = 3"), fix_hash=True)
-    code = main(["compare", "--resume", run.run_id, "--results-dir", str(store.directory),
-                 "--no-progress"])
-    err = capsys.readouterr().err
+    code, err = resume(store, run, capsys)
     assert code == 2 and "does not expand to the cases the run planned" in err
     assert len(err.strip().splitlines()) == 1
 
@@ -102,8 +103,6 @@ def test_resume_takes_the_cluster_from_the_command_line_not_the_store(tmp_path, 
     store, run = interrupted_run(tmp_path)
     # The stored [cluster] asks for PBS, which this machine lacks: taking it would fail.
     tamper(store, run.run_id, SPEC + '[cluster]\nkind = "pbs"\n', fix_hash=True)
-    code = main(["compare", "--resume", run.run_id, "--results-dir", str(store.directory),
-                 "--no-progress", *flag])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
+    code, err = resume(store, run, capsys, *flag)
+    assert code == 0, err
     assert [r.status for r in store.case_results(run.run_id)] == ["ok"]
