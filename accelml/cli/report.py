@@ -18,12 +18,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
 from accelml.errors import AccelmlError
 from accelml.report.html import write_html
 from accelml.report.render import load_report
+
+T = TypeVar("T")
 
 HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
 
@@ -68,7 +71,8 @@ def _writable(path: str, what: str, directory: bool = False) -> None:
         raise AccelmlError(f"{what} {path}: cannot write there ({ancestor} is not a writable directory)")
 
 
-def _write(what: str, path: str | Path, write: Callable[[], Path]) -> Path:
+def _write(what: str, path: str | Path, write: Callable[[], T]) -> T:
+    """``write()``, with a failure to write (a full disk, a lost mount) as one line."""
     try:
         return write()
     except OSError as error:
@@ -88,10 +92,7 @@ def run(args: argparse.Namespace) -> int:
         written.append(("HTML report", _write("--html", args.html,
                                               lambda: write_html(report, args.html))))
     if args.plots:
-        try:
-            plots = report.write_plots(args.plots, args.plot_format)
-        except OSError as error:
-            raise AccelmlError(f"--plots {args.plots}: cannot write: {error.strerror or error}") from None
+        plots = _write("--plots", args.plots, lambda: report.write_plots(args.plots, args.plot_format))
         written.extend(("plot", path) for path in plots)
     if args.csv:
         written.append(("CSV table", _write("--csv", args.csv, lambda: report.write_csv(args.csv))))
