@@ -26,6 +26,8 @@ keeps every finished case and ``resume=RUN_ID`` runs only the missing ones.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import math
 import secrets
 import sys
@@ -42,6 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from accelml.cases import Experiment
+from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.errors import AccelmlError, SpecError
 from accelml.executors import ensure_scale, make_executor, submits_jobs
 from accelml.executors.arguments import cluster_settings, progress_for
@@ -122,6 +125,46 @@ def _spec_location(path: str) -> str:
     """Where a spec file is, absolute, so that ``--resume`` from any directory resolves its
     relative dataset paths as the first run did; a spec that is no file (``<...>``) as is."""
     return path if path.startswith("<") else str(Path(path).resolve())
+RESUME_SETTINGS_NOTE = ("where its cases run (cluster kind, prologue, python, environment, launcher) "
+                        "comes from the command line and site config, never from the store")
+"""What a resume from the stored spec says about its execution settings (one line)."""
+
+
+def stored_experiment(run: RunRecord, base_dir: Path | None = None) -> Experiment:
+    """The spec stored with ``run``, to resume it from: integrity-checked, and without the
+    settings of where it runs (its ``[cluster]`` table is dropped).
+
+    Anyone who can write a shared store can edit a stored spec (and recompute its
+    ``spec_hash``), so nothing that decides what executes is taken from it: the caller's
+    command line and site config give the cluster kind, prologue, python, environment and
+    launcher. A spec whose text does not match its recorded digest, or that no longer
+    expands to the cases the run planned, is refused.
+
+    >>> experiment = load_spec_text('[datasets.d]\\nsource = "shipped"\\nname = "iris"\\n'
+    ...     '[cluster]\\nkind = "slurm"\\n[[cases]]\\nalgorithm = "kmeans"\\nbackend = "sklearn"\\n'
+    ...     'dataset = "d"\\n', "x.toml")
+    >>> run = RunRecord(run_id="r1", spec_name="x", spec_hash=experiment.text_hash,
+    ...                 spec_text=experiment.text, spec_path="x.toml", reference_backend=None,
+    ...                 created_at="", planned_cases=1,
+    ...                 case_ids=tuple(case.case_id for case in experiment.cases))
+    >>> stored_experiment(run).cluster is None
+    True
+    >>> stored_experiment(dataclasses.replace(run, spec_text=run.spec_text + "seed = 1\\n"))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    accelml.errors.SpecError: run r1: its stored spec does not match its recorded digest ...
+    """
+    text_hash = hashlib.sha256(run.spec_text.encode()).hexdigest()
+    if not hmac.compare_digest(text_hash, run.spec_hash):
+        raise SpecError(f"run {run.run_id}: its stored spec does not match its recorded digest "
+                        "(was the store edited?); give the SPEC file to resume it")
+    experiment = load_spec_text(run.spec_text, run.spec_path or f"<run {run.run_id}>", base_dir)
+    planned = plan_run(experiment, resumed=run).experiment
+    if run.case_ids and {case.case_id for case in planned.cases} != set(run.case_ids):
+        raise SpecError(f"run {run.run_id}: its stored spec does not expand to the cases the run "
+                        "planned (was the store edited?); give the SPEC file to resume it")
+    return dataclasses.replace(experiment, cluster_json="")
 
 
 def _lost(task: CaseTask, run_id: str, error: str, failure: str | None = None) -> CaseResult:
@@ -158,6 +201,7 @@ def run_experiment(
     progress: Progress | None = None,
     deterministic: bool = False,
     retry_failed: bool = False,
+    allow_pickle: bool = False,
 ) -> RunRecord:
     """Run every case of ``experiment`` (or, with ``resume``, the ones a run still lacks).
 
@@ -174,7 +218,9 @@ def run_experiment(
     ``retry_failed`` (with ``resume``) also runs again the cases whose stored result failed
     for a reason that may not recur (:data:`RETRIED_FAILURES`); the new result replaces the
     old one and counts the attempts of both. Every result records its attempts: the
-    executor's re-runs after lost workers included.
+    executor's re-runs after lost workers included. ``allow_pickle`` lets the case processes
+    read pickled data (CIFAR batches) outside Keras's own cache
+    (:data:`accelml.datasets.loaders.PICKLE_OPT_IN`).
     """
     previous = store.get_run(resume) if resume is not None else None
     plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
@@ -216,6 +262,7 @@ def run_experiment(
     settings = settings or ClusterSettings()
     jobs = settings.jobs or 1
     in_jobs = submits_jobs(settings)
+    environment = {**plan.environment, **({PICKLE_OPT_IN: "1"} if allow_pickle else {})}
     tasks = []
     for case in pending:
         # Locally the cases running at once share this machine's cores; on a cluster each
@@ -224,7 +271,7 @@ def run_experiment(
                                    if in_jobs and settings.resources.cores
                                    else default_threads(jobs))
         tasks.append(CaseTask(case=dataclasses.replace(case, threads=threads), run_id=run.run_id, cache_dir=cache_dir,
-                              threads=threads, environment=dict(plan.environment) or None,
+                              threads=threads, environment=environment or None,
                               deterministic=plan.deterministic,
                               attempt=attempts_before.get(case.case_id, 0) + 1))
     finished = 0

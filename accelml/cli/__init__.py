@@ -17,6 +17,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from accelml.errors import AccelmlError
 
@@ -30,10 +31,23 @@ COMMAND_MODULES = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming ``--help``, exit 2 (not the usage block).
+
+    >>> OneLineParser(prog="p").parse_args(["--nope"])
+    Traceback (most recent call last):
+    ...
+    SystemExit: 2
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or with ``command`` of that one only (its module alone
     is imported)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m accelml",
         description="How much faster is it on another backend, device or scale, "
         "and is the answer still the same?",

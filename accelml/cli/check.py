@@ -33,7 +33,8 @@ from pathlib import Path
 
 from accelml.cases import Experiment
 from accelml.compare import run_experiment
-from accelml.errors import AccelmlError, SpecError
+from accelml.errors import SpecError
+from accelml.executors.arguments import non_negative_int, positive_int
 from accelml.executors.config import ClusterSettings
 from accelml.report.baseline import (
     DEFAULT_INLINE_LIMIT,
@@ -41,6 +42,7 @@ from accelml.report.baseline import (
     check_run,
     make_baseline,
 )
+from accelml.report.runs import resolve_run
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec
@@ -54,19 +56,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, metavar="FILE",
                         help="baseline file (JSON) to compare with, or to write with --update-baseline")
     parser.add_argument("--run", dest="run_id", default=None, metavar="RUN_ID",
-                        help="check this stored run instead of running the spec")
+                        help="check this stored run (an id, a unique prefix or 'latest') "
+                             "instead of running the spec")
     parser.add_argument("--results-dir", default=None, metavar="DIR",
                         help="results store directory (default: ./accelml-results)")
     parser.add_argument("--update-baseline", action="store_true",
                         help="write the baseline from this run (keeps an existing file's tolerances)")
-    parser.add_argument("--inline-limit", type=int, default=None, metavar="N",
+    parser.add_argument("--inline-limit", type=non_negative_int, default=None, metavar="N",
                         help="arrays of up to N elements are kept in the baseline file "
                              "(default 20000); larger ones keep a digest and a summary")
     parser.add_argument("--deterministic", action="store_true",
                         help="run the spec in deterministic mode: seeds filled in where unset, "
                              "TF op determinism, Horovod fusion off, PYTHONHASHSEED "
                              "(see accelml.runner.determinism)")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="cases at once when running the spec (default 1)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help="dataset cache directory")
     parser.add_argument("--json", action="store_true",
@@ -94,23 +97,14 @@ def run(args: argparse.Namespace) -> int:
                         + ("both" if args.spec else "neither"))
     if args.deterministic and args.spec is None:
         raise SpecError("--deterministic applies to running a SPEC, not to a stored --run")
-    if args.jobs is not None and args.jobs < 1:
-        raise SpecError(f"--jobs {args.jobs}: expected an integer >= 1")
-    if args.inline_limit is not None and args.inline_limit < 0:
-        raise SpecError(f"--inline-limit {args.inline_limit}: expected an integer >= 0")
     baseline_path = Path(args.baseline)
     # Read before anything runs: a file that is not a baseline is a SpecError (exit 2).
     against = None if args.update_baseline else Baseline.read(baseline_path)
     previous = Baseline.read(baseline_path) if args.update_baseline and baseline_path.exists() \
         else None          # --update-baseline keeps an existing file's tolerances
     if args.run_id is not None:
-        try:
-            store = ResultsStore(args.results_dir, create=False)
-            run_id = store.get_run(args.run_id).run_id
-        except SpecError:
-            raise
-        except AccelmlError as error:
-            raise SpecError(str(error)) from None
+        store = ResultsStore(args.results_dir, read_only=True)
+        run_id = resolve_run(store, args.run_id).run_id
     else:
         experiment = load_spec(args.spec)      # a bad spec stops here: nothing is written
         store = ResultsStore(args.results_dir)

@@ -38,7 +38,13 @@ from rich.progress import (
 )
 
 from accelml.cases import Experiment
-from accelml.compare import Comparison, plan_run, run_experiment
+from accelml.compare import (
+    RESUME_SETTINGS_NOTE,
+    Comparison,
+    plan_run,
+    run_experiment,
+    stored_experiment,
+)
 from accelml.errors import Interrupted, SpecError, interrupt_on
 from accelml.executors import ensure_available, ensure_scale, submits_jobs
 from accelml.executors.arguments import (
@@ -50,7 +56,7 @@ from accelml.report.table import json_clean, legend, rich_table, to_json
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
 from accelml.runner.environment import other_runs
-from accelml.spec.load import load_spec, load_spec_text
+from accelml.spec.load import load_spec
 
 HELP = "run an experiment spec (default: the embedded one) and print the comparison table"
 
@@ -80,20 +86,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run in deterministic mode: seeds filled in where unset (changes "
                              "those case ids), TF op determinism, Horovod fusion off, "
                              "PYTHONHASHSEED (as the spec's deterministic = true)")
+    parser.add_argument("--allow-pickle-data", action="store_true",
+                        help="let cases read pickled data (CIFAR batches) outside Keras's own "
+                             "cache (~/.keras/datasets); unpickling a file can run its code")
     add_cluster_arguments(parser)   # --cluster, --jobs, --cluster-config and job resources
 
 
 def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]:
-    """The spec to run (with ``--resume`` and no SPEC: the one stored with the run), and the
-    run being resumed."""
+    """The spec to run (with ``--resume`` and no SPEC: the one stored with the run, checked,
+    without its ``[cluster]`` table: :func:`accelml.compare.stored_experiment`), and the run
+    being resumed."""
     if args.resume is None:
         return load_spec(args.spec), None
-    run = ResultsStore(args.results_dir, create=False).get_run(args.resume)
+    run = ResultsStore(args.results_dir, read_only=True).get_run(args.resume)
     if args.spec is not None:
         return load_spec(args.spec), run
     base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \
         else Path.cwd()
-    return load_spec_text(run.spec_text, run.spec_path or f"<run {run.run_id}>", base), run
+    experiment = stored_experiment(run, base)
+    print(f"accelml compare: resuming run {run.run_id} from its stored spec; "
+          f"{RESUME_SETTINGS_NOTE}", file=sys.stderr)
+    return experiment, run
 
 
 def _print_plan(experiment: Experiment) -> None:
@@ -107,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
     if args.retry_failed and args.resume is None:
         raise SpecError("--retry-failed goes with --resume RUN_ID (it retries that run's failed cases)")
     experiment, resumed = _experiment(args)
+    backends = sorted({case.backend for case in experiment.cases})
+    if args.reference is not None and args.reference not in backends:
+        raise SpecError(f"--reference {args.reference}: not a backend of this comparison; "
+                        f"its backends: {', '.join(backends)}")
     settings = settings_from_args(args, experiment)
     ensure_scale(experiment.cases, settings)   # before anything runs or is written
     if args.dry_run:
@@ -156,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
             run_record = run_experiment(experiment, store, settings=settings, resume=args.resume,
                                         cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
                                         progress=cluster_progress, deterministic=args.deterministic,
-                                        retry_failed=args.retry_failed)
+                                        retry_failed=args.retry_failed,
+                                        allow_pickle=args.allow_pickle_data)
     except KeyboardInterrupt as stop:
         where = (f"; finish it with --resume {state['run'].run_id} --results-dir {store.directory}"
                  if "run" in state else "")

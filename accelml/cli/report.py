@@ -6,20 +6,27 @@ script, nothing fetched), ``--plots DIR`` each figure as PNG (or SVG), ``--csv``
 the table, and ``--against OTHER_RUN`` puts a second run beside this one (the time ratio of
 each case, and the environment fields that differ).
 
-Exit code 0 when the report was written, 1 when a run cannot be found or read.
+Exit code 0 when the report was written, 2 when a run cannot be found or its store read
+(a damaged store is one line naming the file and what is wrong).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
+from accelml.errors import AccelmlError
 from accelml.report.html import write_html
 from accelml.report.render import load_report
+
+T = TypeVar("T")
 
 HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
 
@@ -50,20 +57,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print only the paths written, not the report")
 
 
+def _writable(path: str, what: str, directory: bool = False) -> None:
+    """Refuse, before anything is written, an output the user cannot get: a file path that
+    is a directory (or a directory path that is a file), or one under no writable directory."""
+    target = Path(path)
+    if target.is_dir() != directory and target.exists():
+        kind = "a directory" if target.is_dir() else "a file"
+        raise AccelmlError(f"{what} {path}: is {kind}; give a {'directory' if directory else 'file'} path")
+    ancestor = target if directory and target.is_dir() else target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise AccelmlError(f"{what} {path}: cannot write there ({ancestor} is not a writable directory)")
+
+
+def _write(what: str, path: str | Path, write: Callable[[], T]) -> T:
+    """``write()``, with a failure to write (a full disk, a lost mount) as one line."""
+    try:
+        return write()
+    except OSError as error:
+        raise AccelmlError(f"{what} {path}: cannot write: {error.strerror or error}") from None
+
+
 def run(args: argparse.Namespace) -> int:
+    outputs = [(args.html, "--html", False), (args.plots, "--plots", True), (args.csv, "--csv", False),
+               (None if args.json == "-" else args.json, "--json", False)]
+    for path, what, directory in outputs:
+        if path:
+            _writable(path, what, directory)
     report = load_report(args.run_id, args.results_dir, reference=args.reference,
                          against=args.against, against_dir=args.against_dir)
     written: list[tuple[str, Path]] = []
     if args.html:
-        written.append(("HTML report", write_html(report, args.html)))
+        written.append(("HTML report", _write("--html", args.html,
+                                              lambda: write_html(report, args.html))))
     if args.plots:
-        for path in report.write_plots(args.plots, args.plot_format):
-            written.append(("plot", path))
+        plots = _write("--plots", args.plots, lambda: report.write_plots(args.plots, args.plot_format))
+        written.extend(("plot", path) for path in plots)
     if args.csv:
-        written.append(("CSV table", report.write_csv(args.csv)))
+        written.append(("CSV table", _write("--csv", args.csv, lambda: report.write_csv(args.csv))))
     json_to_stdout = args.json == "-"
     if args.json and not json_to_stdout:
-        written.append(("JSON", report.write_json(args.json)))
+        written.append(("JSON", _write("--json", args.json, lambda: report.write_json(args.json))))
 
     if json_to_stdout:
         print(json.dumps(report.to_dict(), indent=1, allow_nan=False))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from accelml.errors import AccelmlError
 from accelml.runner.worker import main
 
 HELP = "run one case in this process (JSON in, JSON out); used by compare for isolation"
@@ -22,4 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return main(args.input, args.output)
+    # The case's own failures come back inside its result; what escapes is a payload that
+    # cannot be read or decoded, or an output that cannot be written.
+    try:
+        return main(args.input, args.output)
+    except OSError as error:
+        raise AccelmlError(f"{error.filename or args.input}: {error.strerror or error}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise AccelmlError(f"{args.input}: not a case payload ({type(error).__name__}: {error})") from None

@@ -20,6 +20,7 @@ This module owns the names each source offers: :data:`GENERATORS`, :data:`SHIPPE
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
@@ -211,10 +212,59 @@ def _idx_pair(folder: Path, prefix: str) -> tuple[np.ndarray, np.ndarray]:
             _read_idx(find(f"{prefix}-labels-idx1-ubyte")))
 
 
+PICKLE_OPT_IN = "ACCELML_ALLOW_PICKLE"
+"""Set to ``1`` (what ``compare --allow-pickle-data`` does for its case processes) to read
+pickled CIFAR batches outside Keras's own download cache (:func:`keras_cache_dir`)."""
+
+_PICKLE_GLOBALS = frozenset({
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+    *((module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+      for name in ("_reconstruct", "scalar")),
+    *((module, "_frombuffer") for module in ("numpy.core.numeric", "numpy._core.numeric")),
+})
+"""The only globals a CIFAR batch may name: what NumPy arrays pickle as, nothing callable else."""
+
+
+def keras_cache_dir() -> Path:
+    """Where Keras keeps its downloads (``$KERAS_HOME/datasets``, default ``~/.keras/datasets``).
+
+    >>> keras_cache_dir().name
+    'datasets'
+    """
+    return Path(os.environ.get("KERAS_HOME") or Path.home() / ".keras") / "datasets"
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that builds dicts, lists, bytes and NumPy arrays and refuses any other global."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"refusing global {module}.{name} (not an array)")
+        return super().find_class(module, name)
+
+
+def _check_pickle_allowed(file: Path) -> None:
+    """Pickled data loads only from Keras's own cache, or where the user opted in."""
+    if os.environ.get(PICKLE_OPT_IN) == "1" or file.resolve().is_relative_to(keras_cache_dir().resolve()):
+        return
+    raise AccelmlError(f"{file}: pickled CIFAR batches load only from Keras's cache "
+                       f"({keras_cache_dir()}) or with compare --allow-pickle-data "
+                       f"({PICKLE_OPT_IN}=1): unpickling a file can run its code")
+
+
 def _cifar_batch(file: Path) -> tuple[np.ndarray, np.ndarray]:
-    """One pickled CIFAR batch: images (N, 32, 32, 3) uint8 and labels (CIFAR-100: fine)."""
-    with open(file, "rb") as handle:
-        data = pickle.load(handle, encoding="bytes")  # the format CIFAR ships in
+    """One pickled CIFAR batch: images (N, 32, 32, 3) uint8 and labels (CIFAR-100: fine).
+
+    It is read only from Keras's cache or with the opt-in (:data:`PICKLE_OPT_IN`), and even
+    then by an unpickler that builds nothing but containers and arrays."""
+    _check_pickle_allowed(file)
+    try:
+        with open(file, "rb") as handle:
+            data = _ArraysOnly(handle, encoding="bytes").load()  # the format CIFAR ships in
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError) as error:
+        raise AccelmlError(f"{file}: not a CIFAR batch ({error})") from None
+    if not isinstance(data, dict):
+        raise AccelmlError(f"{file}: not a CIFAR batch (no data / labels)")
     labels = data.get(b"labels", data.get(b"fine_labels"))
     if labels is None or b"data" not in data:
         raise AccelmlError(f"{file}: not a CIFAR batch (no data / labels)")

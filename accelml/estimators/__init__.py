@@ -71,6 +71,7 @@ from ._registry import (
     Unsupported,
     algorithms,
     backend_availability,
+    check_params,
     get_algorithm,
     get_backend,
     parameter_table,
@@ -81,6 +82,7 @@ from ._registry import (
 __all__ = [
     "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
     "EveryCase", "ExecutionPath", "Implementation", "InvalidChoiceError", "Param", "Rename", "Same",
-    "TranslationRow", "Unsupported", "algorithms", "backend_availability", "device_sync",
+    "TranslationRow", "Unsupported", "algorithms", "backend_availability", "check_params",
+    "device_sync",
     "get_algorithm", "get_backend", "parameter_table", "same", "task_of",
 ]

@@ -31,11 +31,43 @@ ESTIMATOR_TYPE: Mapping[str, str] = MappingProxyType({
 
 @dataclass(frozen=True)
 class Param:
-    """One accelml parameter: its name, default and what it means."""
+    """One accelml parameter: its name, default and what it means.
+
+    ``minimum`` (with ``integer``) bounds a numeric parameter: a value that is not such a
+    number (nor the default, nor one of ``words``) is refused when the case is validated,
+    on every backend, before any library sees it.
+
+    >>> Param("n_clusters", 8, minimum=1, integer=True).value_problem("three")
+    'expected an integer >= 1, got a string'
+    >>> Param("n_init", "auto", minimum=1, integer=True).value_problem("auto") is None
+    True
+    """
 
     name: str
     default: JSONScalar
     doc: str = ""
+    minimum: float | None = None
+    integer: bool = False
+    words: tuple[str, ...] = ()
+
+    def value_problem(self, value: object) -> str | None:
+        """Why ``value`` cannot be this parameter's value (None when it can)."""
+        if self.minimum is None or (value == self.default
+                                    and isinstance(value, bool) == isinstance(self.default, bool)):
+            return None
+        if isinstance(value, str) and value in self.words:
+            return None
+        number = "an integer" if self.integer else "a number"
+        expected = f"expected {number} >= {self.minimum:g}" + (
+            f" or one of {', '.join(map(repr, self.words))}" if self.words else "")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                self.integer and not isinstance(value, int)):
+            kind = {str: "a string", bool: "a boolean", float: "a number"}.get(type(value),
+                                                                            type(value).__name__)
+            return f"{expected}, got {kind}"
+        if value < self.minimum:
+            return f"{expected}, got {value!r}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -74,13 +106,13 @@ def _gradient_boosting(task: Task) -> Algorithm:
         task,
         _CLASSIFIER if task == "classification" else _REGRESSOR,
         (
-            Param("n_estimators", 100, "boosting rounds (trees per class)"),
-            Param("learning_rate", 0.1, "shrinkage"),
+            Param("n_estimators", 100, "boosting rounds (trees per class)", 1, True),
+            Param("learning_rate", 0.1, "shrinkage", 0),
             Param("max_depth", None, "depth limit (None: unlimited, leaves limited by max_leaf_nodes)"),
-            Param("max_leaf_nodes", 31, "leaves per tree (leaf-wise growth)"),
-            Param("min_samples_leaf", 20, "smallest leaf"),
+            Param("max_leaf_nodes", 31, "leaves per tree (leaf-wise growth)", 2, True),
+            Param("min_samples_leaf", 20, "smallest leaf", 1, True),
             Param("l2_regularization", 0.0, "L2 penalty on leaf values"),
-            Param("max_bins", 255, "histogram bins per feature"),
+            Param("max_bins", 255, "histogram bins per feature", 2, True),
             Param("early_stopping", False, "stop on a held-out split (off: same trees on every backend)"),
             _RANDOM_STATE,
             _N_JOBS,
@@ -96,11 +128,11 @@ def _random_forest(task: Task) -> Algorithm:
         task,
         _CLASSIFIER if classifier else _REGRESSOR,
         (
-            Param("n_estimators", 100, "trees"),
+            Param("n_estimators", 100, "trees", 1, True),
             Param("criterion", "gini" if classifier else "squared_error", "split quality"),
             Param("max_depth", None, "depth limit"),
-            Param("min_samples_split", 2, "smallest node that is split"),
-            Param("min_samples_leaf", 1, "smallest leaf"),
+            Param("min_samples_split", 2, "smallest node that is split", 2, True),
+            Param("min_samples_leaf", 1, "smallest leaf", 1, True),
             Param("max_features", "sqrt" if classifier else 1.0, "features tried per split"),
             Param("bootstrap", True, "sample rows with replacement"),
             Param("max_samples", None, "rows per tree when bootstrapping"),
@@ -118,7 +150,7 @@ def _knn(task: Task) -> Algorithm:
         task,
         _CLASSIFIER if classifier else _REGRESSOR,
         (
-            Param("n_neighbors", 5, "neighbours voting"),
+            Param("n_neighbors", 5, "neighbours voting", 1, True),
             Param("weights", "uniform", "'uniform' or 'distance'"),
             Param("neighbor_search", "auto", "'auto', 'ball_tree', 'kd_tree' or 'brute' (sklearn's algorithm=)"),
             Param("leaf_size", 30, "tree leaf size"),
@@ -133,11 +165,11 @@ _TABLE = (
     Algorithm(
         "kmeans", "clustering", ("predict", "transform", "fit_predict", "fit_transform", "score"),
         (
-            Param("n_clusters", 8, "clusters"),
+            Param("n_clusters", 8, "clusters", 1, True),
             Param("init", "k-means++", "'k-means++' or 'random'"),
-            Param("n_init", "auto", "restarts"),
-            Param("max_iter", 300, "Lloyd iterations"),
-            Param("tol", 1e-4, "convergence tolerance"),
+            Param("n_init", "auto", "restarts", 1, True, ("auto",)),
+            Param("max_iter", 300, "Lloyd iterations", 1, True),
+            Param("tol", 1e-4, "convergence tolerance", 0),
             Param("variant", "lloyd", "'lloyd' or 'elkan' (sklearn's algorithm=)"),
             Param("copy_x", True, "leave X untouched"),
             _RANDOM_STATE,
@@ -146,8 +178,8 @@ _TABLE = (
     Algorithm(
         "dbscan", "clustering", ("fit_predict",),
         (
-            Param("eps", 0.5, "neighbourhood radius"),
-            Param("min_samples", 5, "core point neighbours"),
+            Param("eps", 0.5, "neighbourhood radius", 0),
+            Param("min_samples", 5, "core point neighbours", 1, True),
             Param("metric", "euclidean", "distance"),
             Param("neighbor_search", "auto", "'auto', 'ball_tree', 'kd_tree' or 'brute' (sklearn's algorithm=)"),
             Param("leaf_size", 30, "tree leaf size"),
@@ -179,7 +211,7 @@ _TABLE = (
     Algorithm(
         "ridge", "regression", _REGRESSOR,
         (
-            Param("alpha", 1.0, "L2 penalty"),
+            Param("alpha", 1.0, "L2 penalty", 0),
             Param("fit_intercept", True, "fit an intercept"),
             Param("solver", "auto", "solver"),
             Param("max_iter", None, "iterative solver limit"),
@@ -192,10 +224,10 @@ _TABLE = (
     Algorithm(
         "logistic_regression", "classification", ("predict", "predict_proba", "decision_function", "score"),
         (
-            Param("C", 1.0, "inverse regularisation strength"),
+            Param("C", 1.0, "inverse regularisation strength", 0),
             Param("l1_ratio", 0.0, "elastic-net mix (0: L2, 1: L1)"),
             Param("solver", "lbfgs", "solver"),
-            Param("max_iter", 100, "solver iterations"),
+            Param("max_iter", 100, "solver iterations", 1, True),
             Param("tol", 1e-4, "solver tolerance"),
             Param("fit_intercept", True, "fit an intercept"),
             Param("class_weight", None, "class weights"),

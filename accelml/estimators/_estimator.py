@@ -18,16 +18,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from accelml.errors import AccelmlError
-from accelml.plugins import unknown_choice
 
 from ._algorithms import Algorithm
 from ._registry import (
     Backend,
     ExecutionPath,
     Implementation,
-    InvalidChoiceError,
     _equal,
     check_device,
+    check_params,
     get_algorithm,
     get_implementation,
     translate,
@@ -153,13 +152,7 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
     def _validate(algorithm: object, backend: object, device: object,
                   params: dict[str, object]) -> tuple[Resolved, str]:
         """The records for ``algorithm`` and ``backend``, and ``device``, once all are checked."""
-        found, runner, implementation = get_implementation(algorithm, backend)
-        checked_device = check_device(runner, device)
-        for name in params:
-            if name not in found.param_names:
-                raise InvalidChoiceError(unknown_choice(f"parameter for {algorithm}:", name, found.param_names))
-        translate(found, runner, implementation, params, checked_device)
-        return (found, runner, implementation), checked_device
+        return check_params(algorithm, backend, device, params)
 
     def _resolved(self) -> Resolved:
         """The algorithm, backend record and implementation, looked up once per (algorithm,

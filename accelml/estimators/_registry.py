@@ -312,6 +312,37 @@ def check_device(backend: Backend, device: object) -> str:
     raise InvalidChoiceError(unknown_choice(f"device for backend '{backend.name}':", device, backend.devices))
 
 
+def check_params(algorithm: object, backend: object, device: object,
+                 params: Mapping[str, object]) -> tuple[tuple[Algorithm, Backend, Implementation], str]:
+    """The records for ``algorithm`` and ``backend``, and ``device``, once they and every
+    parameter's name and value are checked (:class:`InvalidChoiceError` saying what is wrong;
+    a library's own spelling of a parameter is answered with accelml's).
+
+    >>> try:
+    ...     check_params("kmeans", "sklearn", "cpu", {"algorithm": "elkan"})
+    ... except InvalidChoiceError as error:
+    ...     print(str(error).split("; ")[1])
+    accelml calls it 'variant' (sklearn's algorithm=)
+    """
+    found, runner, implementation = get_implementation(algorithm, backend)
+    checked_device = check_device(runner, device)
+    for name, value in params.items():
+        param = next((p for p in found.params if p.name == name), None)
+        if param is None:
+            spelled = [f"{accelml!r}" + (f" ({rule.note})" if rule.note else "")
+                       for accelml, rule in implementation.params.items()
+                       if isinstance(rule, Rename) and rule.target == name]
+            if spelled:
+                raise InvalidChoiceError(f"parameter {name!r} of {found.name} is the library's "
+                                         f"name; accelml calls it {' or '.join(spelled)}")
+            raise InvalidChoiceError(unknown_choice(f"parameter for {found.name}:", name, found.param_names))
+        problem = param.value_problem(value)
+        if problem is not None:
+            raise InvalidChoiceError(f"{found.name} parameter {name} = {value!r}: {problem}")
+    translate(found, runner, implementation, params, checked_device)
+    return (found, runner, implementation), checked_device
+
+
 def translate(algorithm: Algorithm, backend: Backend, implementation: Implementation,
               params: Mapping[str, object], device: str) -> dict[str, object]:
     """The library keyword arguments for accelml ``params`` (errors say what cannot be honoured)."""

@@ -58,14 +58,14 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cluster", default=None, metavar="KIND",
                        help="local: a dask LocalCluster here (default); slurm / pbs: worker jobs "
                             "through dask-jobqueue; or the name of an installed scheduler plug-in")
-    group.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+    group.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                        help="cases at once: worker jobs on a batch system, worker threads locally")
     group.add_argument("--cluster-config", default=None, metavar="FILE",
                        help="a dask-style YAML file with an 'accelml: cluster:' section")
-    group.add_argument("--cores", type=_positive_int, default=None, metavar="N",
+    group.add_argument("--cores", type=positive_int, default=None, metavar="N",
                        help="cores per rank in each worker job")
     group.add_argument("--memory", default=None, metavar="SIZE", help="memory per rank, e.g. 4GiB")
-    group.add_argument("--gpus", type=_non_negative_int, default=None, metavar="N",
+    group.add_argument("--gpus", type=non_negative_int, default=None, metavar="N",
                        help="GPUs per worker job of a GPU case (--gres=gpu:N / ngpus=N), at "
                             "least one per rank; CPU cases never get GPUs")
     group.add_argument("--gpu-type", default=None, metavar="TYPE", help="e.g. a100: --gres=gpu:a100:N")
@@ -80,7 +80,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                             "Horovod' (repeatable)")
     group.add_argument("--job-env", dest="environment", action="append", default=None,
                        metavar="NAME=VALUE", help="variable exported in each job (repeatable)")
-    group.add_argument("--retries", type=_non_negative_int, default=None, metavar="N",
+    group.add_argument("--retries", type=non_negative_int, default=None, metavar="N",
                        help="re-runs of a case whose worker was lost (default 2)")
     group.add_argument("--launcher", choices=LAUNCHERS, default=None,
                        help="how a multi-rank case starts its ranks in its SLURM job")
@@ -90,14 +90,16 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                        help="keep dask's dashboard (on 127.0.0.1 only; default: no HTTP server)")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse turns the error into its one line)."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {text}")
     return value
 
 
-def _non_negative_int(text: str) -> int:
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text}")

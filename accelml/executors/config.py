@@ -269,6 +269,8 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, object]:
         data = yaml.safe_load(Path(path).read_text())
     except OSError as error:
         raise SpecError(f"{path}: cannot read the cluster config: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise SpecError(f"{path}: not a cluster config: not UTF-8 text (byte {error.start})") from None
     except yaml.YAMLError as error:
         raise SpecError(f"{path}: not valid YAML: {str(error).splitlines()[0]}") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("accelml", {}), Mapping):

@@ -455,6 +455,8 @@ class Baseline:
             raise SpecError(f"{path}: no such baseline file (make one with --update-baseline)") from None
         except OSError as error:
             raise SpecError(f"{path}: cannot read the baseline: {error.strerror}") from None
+        except UnicodeDecodeError as error:
+            raise SpecError(f"{path}: not a baseline: not UTF-8 text (byte {error.start})") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
@@ -479,11 +481,10 @@ def _case_entry(store: ResultsStore, result: CaseResult, inline_limit: int) -> d
     arrays = {}
     for ref in result.predictions:
         item: dict[str, Any] = {"digest": ref.digest, "dtype": ref.dtype, "shape": list(ref.shape)}
-        if store.has_array(ref.digest):
-            array = store.read_array(ref.digest)
-            item["summary"] = _summary(array, is_label_array(ref.name, array.dtype, task))
-            if array.size <= inline_limit and array.dtype.kind in "iubfUS":
-                item["values"] = _inline(array)
+        array = store.read_array(ref.digest)
+        item["summary"] = _summary(array, is_label_array(ref.name, array.dtype, task))
+        if array.size <= inline_limit and array.dtype.kind in "iubfUS":
+            item["values"] = _inline(array)
         arrays[ref.name] = item
     entry["arrays"] = arrays
     if result.repeat_prediction_digests:
@@ -511,6 +512,7 @@ def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAU
     not expected to be bitwise identical get :data:`NONDETERMINISTIC_TOLERANCES`.
     """
     run = store.get_run(run_id)
+    store.verify(run.run_id)
     results = store.case_results(run.run_id)
     if not results:
         raise AccelmlError(f"run {run.run_id} has no stored cases to make a baseline from")
@@ -771,12 +773,7 @@ class _Checker:
                 self.drift(case, f"{name}.digest", entry["digest"][:12], ref.digest[:12],
                            "changed", "bitwise")
             old = self._baseline_array(entry)
-            new = self.store.read_array(ref.digest) if self.store.has_array(ref.digest) else None
-            if new is None:
-                self.drift(case, f"{name}.digest", entry["digest"][:12], ref.digest[:12],
-                           "changed", "arrays unavailable",
-                           "the run's array is not in the store, so only its digest could be compared")
-                continue
+            new = self.store.read_array(ref.digest)
             if old is None:
                 self._summaries(case, name, entry, new, task, tolerances)
                 continue
@@ -928,6 +925,7 @@ def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckRepo
     the run that the baseline lacks are listed as notes, not drift.
     """
     run = store.get_run(run_id)
+    store.verify(run.run_id)     # every array, even those whose digests match the baseline's
     results = store.case_results(run.run_id)
     by_id = {result.case_id: result for result in results}
     checker = _Checker(store, baseline)

@@ -191,9 +191,10 @@ class Outputs:
         return self.result.dl
 
     def array(self, name: str) -> NDArray[np.generic] | None:
-        """The stored output array ``name`` (None when the result or the store lacks it)."""
+        """The stored output array ``name`` (None when the result has none; a file missing
+        from the store or not matching its digest is a :class:`~accelml.errors.StoreError`)."""
         ref = self.result.prediction(name)
-        if ref is None or not self.store.has_array(ref.digest):
+        if ref is None:
             return None
         return self.store.read_array(ref.digest)
 

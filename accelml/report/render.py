@@ -26,7 +26,7 @@ The API equivalent of ``python -m accelml report RUN_ID --html out.html``::
 >>> load_report("latest", ResultsStore(tempfile.mkdtemp()).directory)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-accelml.errors.AccelmlError: no runs in ...results.sqlite yet: run `python -m accelml compare` first
+accelml.errors.StoreError: no runs in ...results.sqlite yet: run `python -m accelml compare` first
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ def load_report(run_id: str = LATEST, results_dir: str | os.PathLike[str] | None
     store = open_store(results_dir)
     run = resolve_run(store, run_id)
     results = store.case_results(run.run_id)
+    backends = sorted({result.backend for result in results})
+    if reference is not None and reference not in backends:
+        raise AccelmlError(f"--reference {reference}: not a backend of run {run.run_id}; "
+                           f"its backends: {', '.join(backends) or 'none (no stored case)'}")
     reference = reference or run.reference_backend
     rows = build_rows(store, results, reference)
     comparison, other_store = None, None

@@ -4,14 +4,14 @@
 >>> resolve_run(ResultsStore(tempfile.mkdtemp()), LATEST)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-accelml.errors.AccelmlError: no runs in ...results.sqlite yet: run `python -m accelml compare` first
+accelml.errors.StoreError: no runs in ...results.sqlite yet: run `python -m accelml compare` first
 """
 
 from __future__ import annotations
 
 import os
 
-from accelml.errors import AccelmlError
+from accelml.errors import StoreError
 from accelml.results.records import RunRecord
 from accelml.results.store import ResultsStore
 
@@ -19,8 +19,9 @@ LATEST = "latest"
 
 
 def open_store(results_dir: str | os.PathLike[str] | None) -> ResultsStore:
-    """The existing store in ``results_dir`` (default ``./accelml-results``); never creates one."""
-    return ResultsStore(results_dir, create=False)
+    """The existing store in ``results_dir`` (default ``./accelml-results``), read-only:
+    never creates or changes one."""
+    return ResultsStore(results_dir, read_only=True)
 
 
 def resolve_run(store: ResultsStore, run_id: str) -> RunRecord:
@@ -28,7 +29,7 @@ def resolve_run(store: ResultsStore, run_id: str) -> RunRecord:
     if run_id == LATEST:
         run = store.latest_run()
         if run is None:
-            raise AccelmlError(f"no runs in {store.database} yet: run `python -m accelml compare` "
+            raise StoreError(f"no runs in {store.database} yet: run `python -m accelml compare` "
                                "first")
         return run
     return store.get_run(run_id)

@@ -23,8 +23,16 @@ The API (everything a reader such as a report or a reproducibility check needs):
     store.case_results(run_id)        -> list[CaseResult], in the run's planned case order
     store.case_result(run_id, case_id)-> CaseResult | None
     store.finished_case_ids(run_id)   -> set[str]
-    store.read_array(digest)          -> numpy.ndarray
+    store.read_array(digest)          -> numpy.ndarray (its content checked against the digest)
     store.has_array(digest)           -> bool
+    store.verify(run_id)              -> StoreCheck (every record decoded, every array read)
+
+A reader opens the store read-only (``ResultsStore(path, read_only=True)``): SQLite's
+``mode=ro``, and where no writer has the database open (no ``-wal`` file) ``immutable=1``,
+so it works on a read-only mount and creates and changes nothing. Anything wrong with a
+store (an empty or non-SQLite file, damaged pages, a record that does not decode, an array
+missing or not matching its digest) is a :class:`~accelml.errors.StoreError` naming the
+file and what is wrong.
 
 Writers (the compare client)::
 
@@ -49,19 +57,22 @@ import io
 import os
 import sqlite3
 import tempfile
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from accelml.errors import AccelmlError
+from accelml.errors import AccelmlError, StoreError
 from accelml.results.records import SCHEMA_VERSION, CaseResult, RunRecord
 
 DEFAULT_RESULTS_DIR = "accelml-results"
 DATABASE_NAME = "results.sqlite"
 ARRAYS_DIR = "arrays"
 BUSY_TIMEOUT_MS = 60_000
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -116,6 +127,14 @@ def array_to_npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+@dataclass(frozen=True)
+class StoreCheck:
+    """What :meth:`ResultsStore.verify` read: records decoded and arrays checked, all sound."""
+
+    cases: int
+    arrays: int
+
+
 def _resolve(location: str | os.PathLike[str] | None) -> tuple[Path, Path]:
     path = Path(location if location is not None else DEFAULT_RESULTS_DIR)
     if path.suffix in (".sqlite", ".db", ".sqlite3"):
@@ -146,44 +165,124 @@ def file_mode() -> int:
 
 
 class ResultsStore:
-    """A results directory: the SQLite database and the content-addressed arrays beside it."""
+    """A results directory: the SQLite database and the content-addressed arrays beside it.
 
-    def __init__(self, location: str | os.PathLike[str] | None = None, *, create: bool = True):
+    ``create=False`` refuses a directory without a store; ``read_only=True`` (implies it)
+    opens the database read-only and never writes (what ``report`` and ``check`` do).
+    """
+
+    def __init__(self, location: str | os.PathLike[str] | None = None, *, create: bool = True,
+                 read_only: bool = False):
         self.directory, self.database = _resolve(location)
+        self.read_only = read_only
         created = not self.database.exists()
-        if created:
-            if not create:
-                raise AccelmlError(f"no results store at {self.database}")
-            self.directory.mkdir(parents=True, exist_ok=True)
+        if self.database.is_file():
+            self._check_header()
+        elif self.database.exists():
+            raise StoreError(f"results store {self.database}: not a file")
+        elif read_only or not create:
+            raise StoreError(f"no results store at {self.database}")
+        elif self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(f"results directory {self.directory} is a file, not a directory")
+        else:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StoreError(f"cannot create results directory {self.directory}: "
+                                 f"{error.strerror or error}") from None
         self.arrays_directory = self.directory / ARRAYS_DIR
         with self._connect() as connection:
-            if created:   # SQLite creates it 0644; its -wal and -shm files copy this mode
-                os.chmod(self.database, file_mode())
-            self._migrate(connection)
+            if read_only:
+                self._check_schema(connection)
+            else:
+                if created:   # SQLite creates it 0644; its -wal and -shm files copy this mode
+                    os.chmod(self.database, file_mode())
+                self._migrate(connection)
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.directory)!r})"
 
+    def _check_header(self) -> None:
+        """An existing database file must be an SQLite database (an empty one is damage)."""
+        try:
+            with open(self.database, "rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+        except OSError as error:
+            raise StoreError(f"results store {self.database}: cannot read: "
+                             f"{error.strerror or error}") from None
+        if not header:
+            raise StoreError(f"results store {self.database}: empty file (0 bytes), not a "
+                             "results database")
+        if header != SQLITE_HEADER:
+            raise StoreError(f"results store {self.database}: not an SQLite database "
+                             "(its header is damaged or it is another kind of file)")
+
+    def _damaged(self, error: sqlite3.Error) -> StoreError:
+        return StoreError(f"results store {self.database}: unreadable ({error}); it is damaged "
+                          "or not an accelml store")
+
     # -- connections -------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(self.database, timeout=BUSY_TIMEOUT_MS / 1000,
+                                   isolation_level=None)
+        # No -wal file: no writer has it open, and read-only media cannot hold the -shm a
+        # WAL reader needs; immutable=1 reads the file as it is and creates nothing.
+        immutable = not Path(f"{self.database}-wal").exists()
+        uri = f"file:{urllib.parse.quote(str(self.database.absolute()))}?mode=ro" + (
+            "&immutable=1" if immutable else "")
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
-            connection = sqlite3.connect(
-                self.database, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
-            )
+            connection = self._open()
         except sqlite3.Error as error:
-            raise AccelmlError(f"cannot open results store {self.database}: {error}") from error
+            raise StoreError(f"cannot open results store {self.database}: {error}") from None
         with closing(connection):
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute("PRAGMA foreign_keys = ON")
-            yield connection
+            try:
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                if not self.read_only:
+                    connection.execute("PRAGMA journal_mode = WAL")
+                    connection.execute("PRAGMA synchronous = NORMAL")
+                    connection.execute("PRAGMA foreign_keys = ON")
+                yield connection
+            except sqlite3.DatabaseError as error:
+                raise self._damaged(error) from None
+
+    def _check_schema(self, connection: sqlite3.Connection) -> None:
+        """A store opened read-only must already be an accelml store this version reads."""
+        try:
+            row = connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if row is None:
+            raise StoreError(f"results store {self.database}: not an accelml results store "
+                             "(no schema version)")
+        if int(row[0]) > SCHEMA_VERSION:
+            raise StoreError(f"results store {self.database} has schema version {row[0]}; "
+                             f"this accelml reads up to {SCHEMA_VERSION} (upgrade accelml)")
+
+    def _run_record(self, text: str, run_id: str) -> RunRecord:
+        try:
+            return RunRecord.from_json(text)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise StoreError(f"results store {self.database}: run {run_id}: damaged record "
+                             f"({type(error).__name__}: {error})") from None
+
+    def _case_record(self, text: str, run_id: str, case_id: str) -> CaseResult:
+        try:
+            return CaseResult.from_json(text)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise StoreError(f"results store {self.database}: run {run_id} case {case_id}: "
+                             f"damaged record ({type(error).__name__}: {error})") from None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction that holds the write lock from its start."""
+        if self.read_only:
+            raise StoreError(f"results store {self.database} is open read-only")
         with self._connect() as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
@@ -212,7 +311,7 @@ class ResultsStore:
                 connection.execute("INSERT INTO meta VALUES ('schema_version', ?)",
                                    (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
-                raise AccelmlError(
+                raise StoreError(
                     f"results store {self.database} has schema version {row[0]}; "
                     f"this accelml reads up to {SCHEMA_VERSION} (upgrade accelml)"
                 )
@@ -241,7 +340,7 @@ class ResultsStore:
                                      (run_id,)).fetchone()
             if row is None:
                 raise AccelmlError(f"no run {run_id} in {self.database}")
-            record = RunRecord.from_json(row[0])
+            record = self._run_record(row[0], run_id)
             updated = RunRecord.from_dict({**record.to_dict(), "status": status})
             connection.execute("UPDATE runs SET status=?, record_json=? WHERE run_id=?",
                                (status, updated.to_json(), run_id))
@@ -250,9 +349,9 @@ class ResultsStore:
         """Every run in the store, newest first."""
         with self._connect() as connection:
             rows = connection.execute(
-                "SELECT record_json FROM runs ORDER BY created_at DESC, run_id DESC"
+                "SELECT run_id, record_json FROM runs ORDER BY created_at DESC, run_id DESC"
             ).fetchall()
-        return [RunRecord.from_json(row[0]) for row in rows]
+        return [self._run_record(row[1], row[0]) for row in rows]
 
     def latest_run(self) -> RunRecord | None:
         runs = self.list_runs()
@@ -269,11 +368,11 @@ class ResultsStore:
         rows = exact or rows
         if not rows:
             known = ", ".join(run.run_id for run in self.list_runs()[:5]) or "none"
-            raise AccelmlError(f"no run {run_id!r} in {self.database} (latest: {known})")
+            raise StoreError(f"no run {run_id!r} in {self.database} (latest: {known})")
         if len(rows) > 1:
-            raise AccelmlError(f"run id prefix {run_id!r} is ambiguous: "
-                               + ", ".join(sorted(row[0] for row in rows)))
-        return RunRecord.from_json(rows[0][1])
+            raise StoreError(f"run id prefix {run_id!r} is ambiguous: "
+                             + ", ".join(sorted(row[0] for row in rows)))
+        return self._run_record(rows[0][1], rows[0][0])
 
     # -- case results --------------------------------------------------------------------
 
@@ -312,14 +411,14 @@ class ResultsStore:
             ).fetchall()
         order = {case_id: index for index, case_id in enumerate(run.case_ids)}
         rows.sort(key=lambda row: order.get(row[0], len(order)))
-        return [CaseResult.from_json(row[1]) for row in rows]
+        return [self._case_record(row[1], run.run_id, row[0]) for row in rows]
 
     def case_result(self, run_id: str, case_id: str) -> CaseResult | None:
         with self._connect() as connection:
             row = connection.execute(
                 "SELECT record_json FROM cases WHERE run_id=? AND case_id=?", (run_id, case_id)
             ).fetchone()
-        return None if row is None else CaseResult.from_json(row[0])
+        return None if row is None else self._case_record(row[0], run_id, case_id)
 
     def finished_case_ids(self, run_id: str) -> set[str]:
         """Cases of the run that are stored (ok or failed): what ``--resume`` skips."""
@@ -363,8 +462,28 @@ class ResultsStore:
         return digest
 
     def read_array(self, digest: str) -> np.ndarray:
+        """The array stored under ``digest``; a missing file, one that is not an ``.npy`` and
+        one whose content does not match the digest are :class:`StoreError`."""
         path = self._array_path(digest)
-        if not path.exists():
-            raise AccelmlError(f"array {digest[:12]} is not in {self.arrays_directory}")
-        array: np.ndarray = np.load(path, allow_pickle=False)
+        if not path.is_file():
+            raise StoreError(f"array file {path} is missing from the results store")
+        try:
+            array: np.ndarray = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            raise StoreError(f"array file {path} is damaged: not a readable .npy ({error})") from None
+        if array_digest(array) != digest:
+            raise StoreError(f"array file {path} is damaged: its content does not match its digest")
         return array
+
+    def verify(self, run_id: str) -> StoreCheck:
+        """Check a run as stored: the database's pages (SQLite ``quick_check``), every case
+        record, and every array a case refers to (read and checked against its digest)."""
+        with self._connect() as connection:
+            problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise StoreError(f"results store {self.database}: damaged pages ({problems[0]})")
+        results = self.case_results(run_id)
+        digests = {ref.digest for result in results for ref in result.predictions}
+        for digest in sorted(digests):
+            self.read_array(digest)
+        return StoreCheck(cases=len(results), arrays=len(digests))

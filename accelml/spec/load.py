@@ -67,7 +67,7 @@ from accelml.dl.config import TrainingConfig, training_config_dict
 from accelml.dl.models import MODELS
 from accelml.dl.strategies import STRATEGIES_POINT, default_strategy
 from accelml.errors import AccelmlError, SpecError
-from accelml.estimators import BACKENDS, Estimator
+from accelml.estimators import BACKENDS, check_params
 from accelml.estimators import algorithms as algorithm_infos
 from accelml.executors.config import load_cluster_settings
 from accelml.spec.schema import (
@@ -84,6 +84,11 @@ from accelml.spec.schema import (
 )
 
 DEFAULT_SPEC = "default.toml"
+MAX_SEED = 2**32 - 1
+"""Seeds are NumPy's: 0 to 2**32 - 1."""
+MAX_GENERATED_VALUES = 2**31
+"""A generated dataset holds at most this many values (n_samples x n_features; 16 GiB of float64)."""
+INT64 = (-(2**63), 2**63 - 1)
 GRID_KEYS = ("algorithm", "backend", "device", "workers", "strategy", "dataset")
 
 
@@ -219,6 +224,8 @@ def _dataset(spec: _Spec, name: str, table: Any, base_dir: Path) -> DatasetSpec:
         if named.key not in options:
             raise spec.error(f"{where}.{named.key}", f"missing; allowed: {', '.join(named.names)}")
         spec.one_of(options[named.key], named.names, f"{where}.{named.key}", named.what)
+    if "seed" in options and not 0 <= options["seed"] <= MAX_SEED:
+        raise spec.error(f"{where}.seed", f"expected an integer from 0 to {MAX_SEED}, got {options['seed']}")
     if source == "generated":
         n_samples = options.get("n_samples", 1000)
         if n_samples < 4:
@@ -226,6 +233,14 @@ def _dataset(spec: _Spec, name: str, table: Any, base_dir: Path) -> DatasetSpec:
         for key in ("n_features", "n_classes", "centers", "n_informative"):
             if key in options and options[key] < 1:
                 raise spec.error(f"{where}.{key}", f"expected an integer >= 1, got {options[key]}")
+        values = n_samples * options.get("n_features", 20)
+        if values > MAX_GENERATED_VALUES:
+            raise spec.error(f"{where}.n_samples", f"{n_samples} samples x {options.get('n_features', 20)} "
+                             f"features is {values:.3g} values; at most {MAX_GENERATED_VALUES:.3g} "
+                             "(16 GiB of float64) are generated")
+        for key in ("cluster_std", "noise"):
+            if key in options and options[key] < 0:
+                raise spec.error(f"{where}.{key}", f"expected a number >= 0, got {options[key]}")
     elif source == "openml" and "name" not in options and "data_id" not in options:
         raise spec.error(where, "an openml dataset needs name or data_id")
     if source == "file" and "path" not in options:
@@ -259,8 +274,26 @@ def _experiment_defaults(spec: _Spec, document: dict[str, Any]) -> dict[str, Any
         "time_limit_s": float(time_limit),
         "memory_limit_mb": _positive(spec, document, "memory_limit_mb", "", None),
         "threads": _positive(spec, document, "threads", "", None),
-        "seed": document.get("seed", 0),
+        "seed": _seed(spec, document.get("seed", 0)),
     }
+
+
+def _seed(spec: _Spec, seed: int) -> int:
+    if not 0 <= seed <= MAX_SEED:
+        raise spec.error("seed", f"expected an integer from 0 to {MAX_SEED}, got {seed}")
+    return seed
+
+
+def _check_integers(spec: _Spec, value: Any, where: str) -> None:
+    """TOML integers are 64-bit; a parser that reads larger ones must not pass them on."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_integers(spec, item, f"{where}.{_key(key)}" if where else _key(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_integers(spec, item, f"{where}[{index}]")
+    elif isinstance(value, int) and not isinstance(value, bool) and not INT64[0] <= value <= INT64[1]:
+        raise spec.error(where, f"integer {value:.3g} is out of the 64-bit range TOML allows")
 
 
 def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec],
@@ -394,7 +427,7 @@ def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device:
     """Parameter names and values the backend cannot honour are spec errors (device
     availability is not: a case that cannot run here is recorded as failed, with the reason)."""
     try:
-        Estimator(algorithm, backend=backend, device=device, **params)
+        check_params(algorithm, backend, device, params)
     except AccelmlError as error:
         raise spec.error(f"{where}.params", str(error)) from None
     except (TypeError, ValueError) as error:
@@ -419,6 +452,7 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
     ``deterministic = true`` is recorded in ``Experiment.deterministic`` and applied by the
     run that runs it (:func:`accelml.compare.plan_run` fills in the seeds)."""
     spec = _Spec(source)
+    _check_integers(spec, document, "")
     spec.check_keys(document, EXPERIMENT_KEYS, "")
     datasets_table = document.get("datasets", {})
     if not datasets_table:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from accelml.datasets import load_dataset
+from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.dl.config import TrainingConfig, training_config_dict
 from accelml.dl.data import load_image_data
 from accelml.errors import SpecError
@@ -92,7 +93,8 @@ def _write_cifar100(folder: Path) -> None:
                          b"filenames": [b"x.png"] * count}, handle)
 
 
-def test_cifar100_validates_and_loads_its_100_classes_from_the_cifar_layout(tmp_path):
+def test_cifar100_validates_and_loads_its_100_classes_from_the_cifar_layout(tmp_path, monkeypatch):
+    monkeypatch.setenv(PICKLE_OPT_IN, "1")      # pickled batches outside Keras's cache
     _write_cifar100(tmp_path / "cifar-100-python")
     (case,) = load_spec_text(_keras_spec("cifar100", tmp_path), "c100.toml", tmp_path).cases
     config = TrainingConfig.from_dict(training_config_dict(case))
@@ -113,7 +115,7 @@ def test_cifar100_case_trains_end_to_end(tmp_path):
     spec = tmp_path / "c100.toml"
     spec.write_text(_keras_spec("cifar100", tmp_path))
     out = subprocess.run([sys.executable, "-m", "accelml", "compare", str(spec), "--json",
-                          "--no-progress", "--results-dir", str(tmp_path / "results"),
+                          "--no-progress", "--allow-pickle-data", "--results-dir", str(tmp_path / "results"),
                           "--cache-dir", str(tmp_path / "cache")],
                          check=False, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]

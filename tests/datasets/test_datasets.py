@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from accelml.datasets import load_dataset
+from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.errors import AccelmlError
 
 
@@ -69,7 +70,8 @@ def _idx(path, array):
         handle.write(header + array.astype(np.uint8).tobytes())
 
 
-def test_keras_loaders_read_local_copies(tmp_path):
+def test_keras_loaders_read_local_copies(tmp_path, monkeypatch):
+    monkeypatch.setenv(PICKLE_OPT_IN, "1")      # the CIFAR copy below is pickled, outside Keras's cache
     rng = np.random.default_rng(0)
     images, labels = rng.integers(0, 255, (12, 28, 28)), rng.integers(0, 10, 12)
     folder = tmp_path / "fashion"
@@ -107,3 +109,49 @@ def test_openml_reads_a_local_arff(tmp_path):
     data = load_dataset("o", "openml", {"name": "tiny", "path": str(arff)}, cache_dir=tmp_path / "c")
     assert data.info.task == "classification" and data.info.n_classes == 2
     assert data.info.n_features == 2
+
+
+class _RunsCode:
+    """What an attacker pickles: unpickling it calls ``os.system``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _cifar_folder(folder, data):
+    folder.mkdir(parents=True)
+    for name in ("data_batch_1", "test_batch"):
+        with open(folder / name, "wb") as handle:
+            pickle.dump(data, handle)
+
+
+def test_pickled_cifar_loads_only_from_the_keras_cache_or_with_the_opt_in(tmp_path, monkeypatch):
+    monkeypatch.delenv(PICKLE_OPT_IN, raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home"))
+    batch = {b"data": np.zeros((2, 3072), np.uint8), b"labels": [1, 2]}
+    outside = tmp_path / "shared" / "cifar-10-batches-py"
+    _cifar_folder(outside, batch)
+    with pytest.raises(AccelmlError, match="load only from Keras's cache .* --allow-pickle-data"):
+        load_dataset("c", "keras", {"name": "cifar10", "path": str(outside)}, cache_dir=tmp_path / "c")
+    cached = tmp_path / "keras-home" / "datasets" / "cifar-10-batches-py"
+    _cifar_folder(cached, batch)
+    data = load_dataset("c", "keras", {"name": "cifar10", "path": str(cached)}, cache_dir=tmp_path / "c")
+    assert data.X_train.shape == (2, 32, 32, 3)
+    monkeypatch.setenv(PICKLE_OPT_IN, "1")
+    data = load_dataset("c", "keras", {"name": "cifar10", "path": str(outside)}, cache_dir=tmp_path / "c2")
+    assert data.X_train.shape == (2, 32, 32, 3)
+
+
+def test_a_pickle_that_runs_code_is_refused_even_with_the_opt_in(tmp_path, monkeypatch):
+    monkeypatch.setenv(PICKLE_OPT_IN, "1")
+    marker = tmp_path / "pwned"
+    folder = tmp_path / "cifar-10-batches-py"
+    _cifar_folder(folder, {b"data": _RunsCode(marker), b"labels": [0]})
+    with pytest.raises(AccelmlError, match="not a CIFAR batch .*refusing global posix.system"):
+        load_dataset("c", "keras", {"name": "cifar10", "path": str(folder)}, cache_dir=tmp_path / "c")
+    assert not marker.exists()

@@ -105,11 +105,11 @@ def test_run_id_may_be_a_prefix_or_latest_and_unknown_ids_fail_cleanly(runs, tmp
     with pytest.raises(AccelmlError, match="ambiguous"):
         load_report("20261126", runs.directory)
     result = _cli("no-such-run", "--results-dir", str(runs.directory))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.startswith("accelml report: error: no run 'no-such-run'")
     assert len(result.stderr.strip().splitlines()) == 1
     missing = _cli("latest", "--results-dir", str(tmp_path / "nowhere"))
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert missing.stderr.strip() == (f"accelml report: error: no results store at "
                                       f"{tmp_path / 'nowhere' / 'results.sqlite'}")
 

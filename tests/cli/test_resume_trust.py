@@ -1,0 +1,108 @@
+"""``compare --resume`` trusts nothing in the store that decides what executes (issue 16, 3).
+
+The attack: someone who can write a shared results directory edits an interrupted run's
+stored spec to add ``[cluster] kind = "slurm"`` with a prologue line, and fixes its
+``spec_hash``; the victim resumes the run. Before, that line ran on SLURM as the victim.
+"""
+
+import json
+import sqlite3
+
+import pytest
+
+from accelml.cli import main
+from accelml.results.records import RunRecord
+from accelml.results.store import ResultsStore
+from accelml.spec.load import load_spec_text
+
+SPEC = """name = "trust"
+repeats = 1
+warmup = 0
+[datasets.blobs]
+source = "generated"
+generator = "blobs"
+n_samples = 60
+[[cases]]
+algorithm = "kmeans"
+backend = "sklearn"
+dataset = "blobs"
+params = {n_clusters = 2, n_init = 1, random_state = 0}
+"""
+
+
+def interrupted_run(tmp_path):
+    """A store holding one interrupted run of SPEC with no finished case."""
+    spec = tmp_path / "trust.toml"
+    spec.write_text(SPEC)
+    experiment = load_spec_text(SPEC, str(spec), tmp_path)
+    store = ResultsStore(tmp_path / "results")
+    run = RunRecord(run_id="20260101T000000-abcdef", spec_name="trust",
+                    spec_hash=experiment.text_hash, spec_text=SPEC, spec_path=str(spec),
+                    planned_cases=1, case_ids=tuple(c.case_id for c in experiment.cases),
+                    status=RunRecord.INTERRUPTED)
+    store.create_run(run)
+    spec.unlink()          # the victim has no copy of the spec: they resume from the store
+    return store, run
+
+
+def tamper(store, run_id, text, fix_hash):
+    """What the attacker does to the stored spec, straight in SQLite."""
+    import hashlib
+
+    with sqlite3.connect(store.database) as connection:
+        record = json.loads(connection.execute(
+            "SELECT record_json FROM runs WHERE run_id=?", (run_id,)).fetchone()[0])
+        record["spec_text"] = text
+        if fix_hash:
+            record["spec_hash"] = hashlib.sha256(text.encode()).hexdigest()
+        connection.execute("UPDATE runs SET record_json=?, spec_hash=? WHERE run_id=?",
+                           (json.dumps(record), record["spec_hash"], run_id))
+
+
+def resume(store, run, capsys, *flags):
+    """``compare --resume RUN`` without a SPEC, as the victim types it: (exit code, stderr)."""
+    code = main(["compare", "--resume", run.run_id, "--results-dir", str(store.directory),
+                 "--no-progress", *flags])
+    return code, capsys.readouterr().err
+
+
+def test_an_edited_stored_spec_with_a_fixed_hash_runs_no_prologue(tmp_path, capsys):
+    store, run = interrupted_run(tmp_path)
+    marker = tmp_path / "pwned"
+    tamper(store, run.run_id, SPEC + f'[cluster]\nkind = "slurm"\n[cluster.resources]\n'
+           f'prologue = ["touch {marker}"]\n', fix_hash=True)
+    code, err = resume(store, run, capsys)
+    assert code == 0, err
+    assert not marker.exists()
+    assert "never from the store" in err and err.count("resuming run") == 1
+    (result,) = store.case_results(run.run_id)
+    assert result.ok and result.backend == "sklearn"
+
+
+def test_an_edited_stored_spec_that_does_not_match_its_digest_is_refused(tmp_path, capsys):
+    store, run = interrupted_run(tmp_path)
+    tamper(store, run.run_id, SPEC.replace("n_samples = 60", "n_samples = 61"), fix_hash=False)
+    code, err = resume(store, run, capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"accelml compare: error: run {run.run_id}: its stored spec does not match its recorded "
+        "digest (was the store edited?); give the SPEC file to resume it"]
+    assert store.case_results(run.run_id) == []
+
+
+def test_an_edited_spec_that_plans_other_cases_is_refused(tmp_path, capsys):
+    store, run = interrupted_run(tmp_path)
+    tamper(store, run.run_id, SPEC.replace("n_clusters = 2", "n_clusters = 3"), fix_hash=True)
+    code, err = resume(store, run, capsys)
+    assert code == 2 and "does not expand to the cases the run planned" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", [[], ["--cluster", "local"]])
+def test_resume_takes_the_cluster_from_the_command_line_not_the_store(tmp_path, capsys, flag):
+    store, run = interrupted_run(tmp_path)
+    # The stored [cluster] asks for PBS, which this machine lacks: taking it would fail.
+    tamper(store, run.run_id, SPEC + '[cluster]\nkind = "pbs"\n', fix_hash=True)
+    code, err = resume(store, run, capsys, *flag)
+    assert code == 0, err
+    assert [r.status for r in store.case_results(run.run_id)] == ["ok"]
