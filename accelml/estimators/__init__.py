@@ -54,7 +54,7 @@ backend here returns host NumPy arrays from predict (XGBoost on CUDA copies pred
 the host, which is the sync), and ``fit`` returns after the device finished training.
 """
 
-from ._algorithms import ALGORITHMS, Algorithm, Param
+from ._algorithms import ALGORITHMS, Algorithm, Objective, Param
 from ._estimator import Estimator, device_sync
 from ._registry import (
     BACKENDS,
@@ -80,7 +80,8 @@ from ._registry import (
 
 __all__ = [
     "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
-    "EveryCase", "ExecutionPath", "Implementation", "InvalidChoiceError", "Param", "Rename", "Same",
+    "EveryCase", "ExecutionPath", "Implementation", "InvalidChoiceError", "Objective", "Param",
+    "Rename", "Same",
     "TranslationRow", "Unsupported", "algorithms", "backend_availability", "device_sync",
     "get_algorithm", "get_backend", "parameter_table", "same", "task_of",
 ]

@@ -159,7 +159,10 @@ class Implementation:
     every accelml parameter of the algorithm; ``fixed`` are keyword arguments always passed;
     ``encodes_labels``: the library needs class labels 0..n-1 (accelml encodes and decodes them);
     ``randomised`` names what draws a new seed on every fit when ``random_state`` is left
-    unset (empty: nothing does, an unseeded fit still repeats itself).
+    unset (empty: nothing does, an unseeded fit still repeats itself); ``randomised_when``
+    narrows that to the parameter values that draw (``{"solver": ("sag", "saga")}``: only
+    those solvers shuffle; empty: every fit draws). ``iterations``: the fitted attribute
+    holding the iterations the fit ran (``"n_iter_"``; empty: not an iterative fit).
     """
 
     estimator: str
@@ -168,6 +171,21 @@ class Implementation:
     encodes_labels: bool = False
     note: str = ""
     randomised: str = ""
+    randomised_when: Mapping[str, tuple[JSONScalar, ...]] = field(default_factory=dict)
+    iterations: str = ""
+
+    def randomness(self, params: Mapping[str, object]) -> str:
+        """What draws random numbers in a fit with ``params`` (every accelml parameter, defaults
+        filled in), or "" when nothing does.
+
+        >>> logistic = Implementation("m:C", {}, randomised="the sag/saga shuffling",
+        ...                           randomised_when={"solver": ("sag", "saga")})
+        >>> logistic.randomness({"solver": "lbfgs"}), logistic.randomness({"solver": "saga"})
+        ('', 'the sag/saga shuffling')
+        """
+        if all(params.get(name) in values for name, values in self.randomised_when.items()):
+            return self.randomised
+        return ""
 
     def estimator_class(self) -> type[Any]:
         """The library's class (untyped: the libraries ship no type hints)."""
@@ -217,7 +235,8 @@ class Backend:
     empty: the runner fits and predicts an :class:`Estimator`). ``device_kwargs(device)``: the
     library keyword arguments that select a device; ``trace`` (optional): a context manager
     factory yielding a list that receives an :class:`ExecutionPath` for every library call
-    made inside it.
+    made inside it. ``main_phase``: the phase whose speedup is shown first for every case of
+    the backend (``"epoch"`` for one that trains models; empty: the algorithm's own).
     """
 
     name: str
@@ -235,6 +254,7 @@ class Backend:
     device_kwargs: Callable[[str], Mapping[str, object]] = lambda device: {}
     trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
+    main_phase: str = ""
 
     def __post_init__(self) -> None:
         where = f"Backend {self.name!r}"

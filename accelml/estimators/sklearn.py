@@ -25,6 +25,8 @@ IMPLEMENTATIONS = MappingProxyType({
         {**same("n_clusters", "init", "n_init", "max_iter", "tol", "copy_x", "random_state"),
          "variant": Rename("algorithm", "sklearn's algorithm=")},
         randomised="k-means++ / random initialisation",
+        randomised_when={"init": ("k-means++", "random")},
+        iterations="n_iter_",
     ),
     "dbscan": Implementation(
         "sklearn.cluster:DBSCAN",
@@ -34,7 +36,8 @@ IMPLEMENTATIONS = MappingProxyType({
     "pca": Implementation(
         "sklearn.decomposition:PCA",
         same("n_components", "whiten", "svd_solver", "tol", "iterated_power", "copy", "random_state"),
-        randomised="the randomized SVD solver",
+        randomised="the randomized / arpack SVD solver",
+        randomised_when={"svd_solver": ("auto", "randomized", "arpack")},
     ),
     "linear_regression": Implementation(
         "sklearn.linear_model:LinearRegression",
@@ -44,17 +47,22 @@ IMPLEMENTATIONS = MappingProxyType({
         "sklearn.linear_model:Ridge",
         same("alpha", "fit_intercept", "solver", "max_iter", "tol", "positive", "copy_X", "random_state"),
         randomised="the sag/saga shuffling",
+        randomised_when={"solver": ("sag", "saga")},   # "auto" never picks them (scikit-learn 1.x)
+        iterations="n_iter_",
     ),
     "logistic_regression": Implementation(
         "sklearn.linear_model:LogisticRegression",
         same("C", "l1_ratio", "solver", "max_iter", "tol", "fit_intercept", "class_weight", "random_state"),
         randomised="the sag/saga/liblinear shuffling",
+        randomised_when={"solver": ("sag", "saga", "liblinear")},
+        iterations="n_iter_",
     ),
     "svc": Implementation(
         "sklearn.svm:SVC",
         same("C", "kernel", "degree", "gamma", "coef0", "tol", "max_iter", "cache_size",
              "class_weight", "random_state"),
-        randomised="probability calibration / shuffling",
+        # random_state only shuffles for probability calibration, which accelml never asks for
+        iterations="n_iter_",
     ),
     "knn_classifier": Implementation(
         "sklearn.neighbors:KNeighborsClassifier",
@@ -102,8 +110,10 @@ BACKEND = Backend(
     implementations=MappingProxyType({
         **IMPLEMENTATIONS,
         "gradient_boosting_classifier": Implementation(
-            "sklearn.ensemble:HistGradientBoostingClassifier", _HIST_GRADIENT_BOOSTING),
+            "sklearn.ensemble:HistGradientBoostingClassifier", _HIST_GRADIENT_BOOSTING,
+            iterations="n_iter_"),
         "gradient_boosting_regressor": Implementation(
-            "sklearn.ensemble:HistGradientBoostingRegressor", _HIST_GRADIENT_BOOSTING),
+            "sklearn.ensemble:HistGradientBoostingRegressor", _HIST_GRADIENT_BOOSTING,
+            iterations="n_iter_"),
     }),
 )
