@@ -160,6 +160,10 @@ _TABLE = (
             Param("variant", "lloyd", "'lloyd' or 'elkan' (sklearn's algorithm=)"),
             Param("copy_x", True, "leave X untouched"),
             _RANDOM_STATE,
+            Param("fair_start", False,
+                  "start every backend from scikit-learn's (the reference's) initial centroids "
+                  "for random_state, given to the library as init=array with n_init=1, so "
+                  "iterations and time per iteration are compared from the same start"),
         ),
         objective=Objective(
             "inertia", 1e-3,

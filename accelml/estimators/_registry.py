@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from accelml.cases import CaseLike, Expectation, JSONScalar
 from accelml.errors import AccelmlError, UnavailableError
@@ -116,7 +117,30 @@ class Unsupported:
         return f"unsupported, only {param.default!r}: {self.reason}"
 
 
-Rule = Same | Rename | Convert | Unsupported
+@dataclass(frozen=True)
+class FromData:
+    """accelml resolves the parameter from the training data before the library sees it:
+    ``function(X, value, params)`` returns accelml parameter values that replace the given
+    ones (``params``: every accelml parameter, defaults filled in), e.g. an ``init`` array;
+    they then reach the library through their own rules. The runner resolves them before
+    the timed fits and records what they were (an array is stored under its digest).
+    """
+
+    function: Callable[[ArrayLike, object, Mapping[str, object]], Mapping[str, object]]
+    note: str
+
+    def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
+        return {}
+
+    def with_data(self, X: ArrayLike, value: object, params: Mapping[str, object]
+                  ) -> Mapping[str, object]:
+        return self.function(X, value, params)
+
+    def describe(self, param: Param) -> str:
+        return self.note
+
+
+Rule = Same | Rename | Convert | Unsupported | FromData
 
 
 def same(*names: str) -> dict[str, Rule]:
@@ -330,6 +354,19 @@ def check_device(backend: Backend, device: object) -> str:
         if declared == device:
             return declared
     raise InvalidChoiceError(unknown_choice(f"device for backend '{backend.name}':", device, backend.devices))
+
+
+def params_from_data(algorithm: Algorithm, implementation: Implementation,
+                     params: Mapping[str, object], X: ArrayLike) -> dict[str, object]:
+    """The accelml parameter values that the :class:`FromData` rules derive from ``X``
+    (empty when no rule applies)."""
+    values = {**algorithm.defaults, **params}
+    found: dict[str, object] = {}
+    for param in algorithm.params:
+        rule = implementation.params[param.name]
+        if isinstance(rule, FromData):
+            found.update(rule.with_data(X, values[param.name], values))
+    return found
 
 
 def translate(algorithm: Algorithm, backend: Backend, implementation: Implementation,

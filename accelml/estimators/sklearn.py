@@ -8,11 +8,49 @@ random numbers say what draws them (``Implementation.randomised``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
+import numpy as np
+from numpy.typing import ArrayLike
+
+from accelml.errors import AccelmlError
 from accelml.probe import ImportProbe
 
-from ._registry import Backend, EveryCase, Implementation, Rename, Unsupported, same
+from ._registry import Backend, EveryCase, FromData, Implementation, Rename, Unsupported, same
+
+
+def reference_centroids(X: ArrayLike, fair: object, params: Mapping[str, object]
+                        ) -> Mapping[str, object]:
+    """With ``fair_start``: the initial centroids scikit-learn's KMeans draws for ``random_state``
+    (k-means++, or ``init="random"``'s random rows), as the parameters ``init`` (the array)
+    and ``n_init=1``; ``fair_start`` is then resolved (False).
+
+    Every backend's case process draws the same array from the same data and seed, so all
+    start where the reference starts; scikit-learn's own fit from it is its fit from its seed.
+
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> params = {"n_clusters": 3, "init": "k-means++", "random_state": 1}
+    >>> start = reference_centroids(X, True, params)
+    >>> start["init"].shape, start["n_init"], reference_centroids(X, False, params)
+    ((3, 2), 1, {})
+    """
+    if not fair:
+        return {}
+    seed, n_clusters, init = params.get("random_state"), params.get("n_clusters"), params.get("init")
+    if not isinstance(seed, int) or not isinstance(n_clusters, int):
+        raise AccelmlError("fair_start needs an integer random_state (and n_clusters): every "
+                           "backend must draw the same initial centroids")
+    from sklearn.cluster import kmeans_plusplus
+
+    data = np.asarray(X, dtype=float)
+    if init == "random":
+        rows = np.random.RandomState(seed).permutation(len(data))[:n_clusters]
+        centres = data[rows]
+    else:
+        centres, _ = kmeans_plusplus(data, n_clusters, random_state=seed)
+    return {"init": np.ascontiguousarray(centres), "n_init": 1, "fair_start": False}
+
 
 _NEIGHBOR_SEARCH = Rename("algorithm", "sklearn's algorithm=")
 _FOREST = "bootstrap rows and feature sampling"
@@ -23,7 +61,10 @@ IMPLEMENTATIONS = MappingProxyType({
     "kmeans": Implementation(
         "sklearn.cluster:KMeans",
         {**same("n_clusters", "init", "n_init", "max_iter", "tol", "copy_x", "random_state"),
-         "variant": Rename("algorithm", "sklearn's algorithm=")},
+         "variant": Rename("algorithm", "sklearn's algorithm="),
+         "fair_start": FromData(reference_centroids,
+                                "resolved by accelml before fitting: init = scikit-learn's "
+                                "initial centroids for random_state (an array), n_init = 1")},
         randomised="k-means++ / random initialisation",
         randomised_when={"init": ("k-means++", "random")},
         iterations="n_iter_",

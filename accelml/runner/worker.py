@@ -143,6 +143,10 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     load_seconds = time.perf_counter() - started
     task = task_of(case.algorithm)    # the algorithm's task; the data may serve several
     template = _build_estimator(case, context.threads)
+    # Parameters derived from the data (fair_start's initial centroids) are drawn once,
+    # before the timed fits, and kept with the result.
+    derived = template.params_from_data(data.X_train)
+    template.set_params(**derived)
     fit_only = not any(hasattr(template, m) for m in ("predict", "transform"))
     predict_name = PREDICT_METHOD.get(task, "predict")
     y_train = data.y_train if task in ("classification", "regression") else None
@@ -180,7 +184,8 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
                                y_eval, predictions)
     timings = [PhaseTiming.from_samples("load", [load_seconds])]
     timings += [outcome.timings[phase] for phase in ("fit", "predict") if phase in outcome.timings]
-    arrays = [("predictions", predictions)] + sorted(extra.items())
+    arrays = [("predictions", predictions)] + sorted(extra.items()) + sorted(
+        (name, value) for name, value in derived.items() if isinstance(value, np.ndarray))
     return Measurements(
         timings=tuple(timings), repeats=outcome.rounds, warmup=outcome.warmup_rounds,
         scores=tuple(scores), arrays=tuple(arrays),
