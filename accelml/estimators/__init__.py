@@ -63,6 +63,7 @@ from ._registry import (
     Convert,
     EveryCase,
     ExecutionPath,
+    FromData,
     Implementation,
     InvalidChoiceError,
     Rename,
@@ -77,11 +78,12 @@ from ._registry import (
     same,
     task_of,
 )
+from .sklearn import reference_centroids
 
 __all__ = [
     "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
-    "EveryCase", "ExecutionPath", "Implementation", "InvalidChoiceError", "Objective", "Param",
-    "Rename", "Same",
-    "TranslationRow", "Unsupported", "algorithms", "backend_availability", "device_sync",
-    "get_algorithm", "get_backend", "parameter_table", "same", "task_of",
+    "EveryCase", "ExecutionPath", "FromData", "Implementation", "InvalidChoiceError", "Objective",
+    "Param", "Rename", "Same", "TranslationRow", "Unsupported", "algorithms", "backend_availability", "device_sync",
+    "get_algorithm", "get_backend", "parameter_table", "reference_centroids", "same",
+    "task_of",
 ]
