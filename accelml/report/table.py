@@ -235,15 +235,16 @@ def _varying_params(rows: list[Row]) -> bool:
     return any(len(values) > 1 for values in seen.values())
 
 
-def phase_speedup_text(value: Speedup) -> str:
-    """'predict 1.58x (1.50-1.66)': the phase, its speedup and the speedup's interval.
+def phase_speedup_text(value: Speedup, separator: str = " ") -> str:
+    """'predict 1.58x (1.50-1.66)': the phase, its speedup and the speedup's interval
+    (``separator`` goes before the interval: a newline keeps a terminal column narrow).
 
     >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1))
-    'fit 4.00x (3.90-4.10)'
+    'fit 4.00x (3.9-4.1)'
     """
     interval = ""
     if math.isfinite(value.low) and math.isfinite(value.high):
-        interval = f" ({value.low:.2f}-{value.high:.2f})"
+        interval = f"{separator}({value.low:.2g}-{value.high:.2g})"
     return f"{value.phase} {value.value:.2f}x{interval}"
 
 
@@ -254,7 +255,7 @@ def _speedup_text(row: Row) -> str:
     if row.speedup is None:
         return "-"
     main = next((value for value in row.phase_speedups if value.phase == row.main_phase), None)
-    text = phase_speedup_text(main) if main is not None else f"{row.speedup:.2f}x"
+    text = phase_speedup_text(main, "\n") if main is not None else f"{row.speedup:.2f}x"
     if row.efficiency is not None:
         text += f" (eff {row.efficiency:.0%})"
     return text
@@ -263,9 +264,9 @@ def _speedup_text(row: Row) -> str:
 def _other_phases_text(row: Row) -> str:
     if row.is_reference or row.status != "ok":
         return "-"
-    others = [phase_speedup_text(value) for value in row.phase_speedups
+    others = [phase_speedup_text(value, "\n") for value in row.phase_speedups
               if value.phase != row.main_phase]
-    return "; ".join(others) or "-"
+    return "\n".join(others) or "-"
 
 
 def ranks_text(row: Row) -> str:
@@ -294,11 +295,12 @@ class Column:
 
 
 RESULT_COLUMNS: tuple[Column, ...] = (
-    Column("speedup", "speedup, main phase (interval)", _speedup_text),
-    Column("other_phases", "speedup, other phases", _other_phases_text,
+    Column("speedup", "speedup", _speedup_text),
+    Column("other_phases", "other phases", _other_phases_text,
            _any(lambda row: not row.is_reference and len(row.phase_speedups) > 1)),
-    Column("iterations", "iterations vs ref", lambda row: "-" if row.iterations is None
-           else row.iterations.text(), _any(lambda row: row.iterations is not None)),
+    Column("iterations", "iterations", lambda row: "-" if row.iterations is None
+           else row.iterations.text().replace(", ", "\n"),
+           _any(lambda row: row.iterations is not None)),
     Column("ranks", "ranks", ranks_text, _any(lambda row: row.ranks_identical is not None)),
 )
 """The comparison columns after the timings, in order: speedup of the main phase, of the
@@ -319,7 +321,8 @@ def rich_table(rows: list[Row], title: str = "") -> Table:
     show_epoch = any(row.epoch is not None for row in rows)
     table = Table(title=title or None, show_lines=False, header_style="bold")
     for name in ("algorithm", "dataset", "backend", "device"):
-        table.add_column(name, justify="left")
+        # a backend's name is short and is what a reader scans for: never cut it
+        table.add_column(name, justify="left", no_wrap=name == "backend")
     table.add_column("workers", justify="right")
     if show_strategy:
         table.add_column("strategy")
@@ -395,11 +398,12 @@ def legend(rows: list[Row]) -> str:
     from rich.markup import escape
 
     notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"]
+    speedup_note = ("speedup: reference median / case median, main phase first, other phases "
+                    "beside it, (interval) from the medians' confidence intervals")
     if any(row.noisy for row in rows):
         notes.append("~ / noisy: the median's confidence interval stayed wider than the target")
-    if any(len(row.phase_speedups) > 1 for row in rows):
-        notes.append("speedup: reference median / case median per phase, (interval) from the "
-                     "medians' confidence intervals; the main phase first")
+    if any(row.phase_speedups for row in rows):
+        notes.append(speedup_note)
     if any(row.iterations is not None for row in rows):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
     if any(row.warmup_note for row in rows):
