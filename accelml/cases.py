@@ -71,9 +71,9 @@ class RepeatPolicy(JSONRecord):
     or ``max_repeats`` is reached, or ``max_seconds`` of counted rounds have passed. A case
     that stops without reaching the target is flagged noisy. ``min_repeats == max_repeats``
     is a fixed count. A phase whose first warm-up run already takes ``skip_warmup_after``
-    seconds or more counts that run as its first repeat: its one-time costs (imports, caches,
-    JIT) are small against it, and throwing away a 15-second fit doubles nothing but the
-    wall time (None: always warm up).
+    seconds or more counts that run as its first repeat: an untimed priming fit on a thousand
+    rows has paid the one-time costs (imports, thread pools, dispatch) before it, and throwing
+    away a 15-second fit doubles nothing but the wall time (None: always warm up).
     """
 
     min_repeats: int = 3
