@@ -127,7 +127,13 @@ class Row:
         return self.optimum is not None and self.optimum.differs
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row as ``compare --json`` writes it: every field, plus ``different_optimum``
+        and the iterations' ``per_iteration_speedup``."""
+        data = asdict(self)
+        data["different_optimum"] = self.different_optimum
+        if self.iterations is not None:
+            data["iterations"]["per_iteration_speedup"] = self.iterations.per_iteration_speedup
+        return data
 
 
 def _unit(seconds: float) -> tuple[str, float]:

@@ -103,6 +103,10 @@ def test_a_different_kmeans_optimum_is_flagged_with_iterations_and_reason(tmp_pa
     assert "different optimum [1]" in text
     assert f"[1] {intel.case_id}: different optimum: inertia" in text
 
+    compared = next(r for r in result.to_json()["rows"] if r["backend"] == "sklearnex")
+    assert compared["different_optimum"] is True and compared["optimum"]["reason"] == reason
+    assert compared["iterations"]["per_iteration_speedup"] == pytest.approx(
+        intel.iterations.per_iteration_speedup)
     report, document, csv_rows, html = _exports(result, tmp_path)
     row = next(r for r in document["rows"] if r["backend"] == "sklearnex")
     assert row["different_optimum"] is True and row["optimum_reason"] == reason
