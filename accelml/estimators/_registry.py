@@ -128,9 +128,17 @@ class FromData:
 
     function: Callable[[ArrayLike, object, Mapping[str, object]], Mapping[str, object]]
     note: str
+    needs: tuple[str, ...] = ()     # parameters that must be set when the value is true
 
     def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
         return {}
+
+    def check(self, param: Param, value: object, params: Mapping[str, object]) -> None:
+        """:class:`InvalidChoiceError` when ``value`` is set but a parameter it needs is not."""
+        missing = [name for name in self.needs if value and params.get(name) is None]
+        if missing:
+            raise InvalidChoiceError(f"{param.name}={value!r} needs {', '.join(missing)} set "
+                                     f"({self.note})")
 
     def with_data(self, X: ArrayLike, value: object, params: Mapping[str, object]
                   ) -> Mapping[str, object]:
@@ -375,7 +383,10 @@ def translate(algorithm: Algorithm, backend: Backend, implementation: Implementa
     kwargs: dict[str, object] = dict(implementation.fixed)
     for param in algorithm.params:
         value = params.get(param.name, param.default)
-        kwargs.update(implementation.params[param.name].translate(param, value, backend.name))
+        rule = implementation.params[param.name]
+        if isinstance(rule, FromData):
+            rule.check(param, value, params)
+        kwargs.update(rule.translate(param, value, backend.name))
     kwargs.update(backend.device_kwargs(device))
     return kwargs
 

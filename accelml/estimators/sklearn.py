@@ -64,7 +64,8 @@ IMPLEMENTATIONS = MappingProxyType({
          "variant": Rename("algorithm", "sklearn's algorithm="),
          "fair_start": FromData(reference_centroids,
                                 "resolved by accelml before fitting: init = scikit-learn's "
-                                "initial centroids for random_state (an array), n_init = 1")},
+                                "initial centroids for random_state (an array), n_init = 1",
+                                needs=("random_state",))},
         randomised="k-means++ / random initialisation",
         randomised_when={"init": ("k-means++", "random")},
         iterations="n_iter_",

@@ -67,6 +67,8 @@ def test_case_id_ignores_how_a_case_is_measured_but_not_what_it_is():
      "repeats.skip_warmup_after", "expected seconds > 0 or false"),
     ((REPEATS, REPEATS[:-1] + ', skip_warmup_after = "2"}'),
      "repeats.skip_warmup_after", "seconds > 0 (a phase whose first run takes that long"),
+    (("params = {random_state = 0}", "params = {fair_start = true}"), "cases[0].params",
+     "fair_start=True needs random_state set"),
 ])
 def test_each_error_names_file_key_and_what_is_allowed(change, where, allowed):
     with pytest.raises(SpecError) as error:
