@@ -70,7 +70,10 @@ class RepeatPolicy(JSONRecord):
     timed phase's median is within ``target_rel`` of the median (at least ``min_repeats``),
     or ``max_repeats`` is reached, or ``max_seconds`` of counted rounds have passed. A case
     that stops without reaching the target is flagged noisy. ``min_repeats == max_repeats``
-    is a fixed count.
+    is a fixed count. A phase whose first warm-up run already takes ``skip_warmup_after``
+    seconds or more counts that run as its first repeat: an untimed priming fit on a thousand
+    rows has paid the one-time costs (imports, thread pools, dispatch) before it, and throwing
+    away a 15-second fit doubles nothing but the wall time (None: always warm up).
     """
 
     min_repeats: int = 3
@@ -79,6 +82,7 @@ class RepeatPolicy(JSONRecord):
     confidence: float = 0.95
     warmup: int = 1
     max_seconds: float | None = None
+    skip_warmup_after: float | None = 2.0
 
     @property
     def fixed(self) -> bool:

@@ -6,7 +6,7 @@ The Python API::
     res = accelml.compare("kmeans", ["sklearn", "sklearnex"], data=(X, None), repeats=5,
                           params={"n_clusters": 8, "random_state": 0})
     print(res.table())
-    res.speedup(reference="sklearn")     # {"sklearnex/cpu": 3.1, ...}  (fit, reference / case)
+    res.speedup(reference="sklearn")     # {"sklearnex/cpu": 3.1, ...}  (main phase, reference / case)
     res.agreement(reference="sklearn")   # {"sklearnex/cpu": Agreement(kind="labels", value=1.0)}
     print(res.agreement_matrix().format())   # run-to-run, cross-backend/device/scale agreement
     res.report(html="report.html")       # the full report (accelml.report.render.report)
@@ -54,7 +54,7 @@ from accelml.probe import usable_cores
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
 from accelml.report.repro import AgreementMatrix, agreement_matrix
-from accelml.report.speed import speedups
+from accelml.report.speed import PHASES, main_phase, speedups
 from accelml.report.table import Agreement, Row, build_rows, render_text, to_json
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import ResultsStore, array_digest
@@ -380,10 +380,15 @@ class Comparison:
         """The comparison table as text."""
         return render_text(self.rows(reference), title=f"run {self.run_id}", width=width)
 
-    def speedup(self, reference: str | None = None, phase: str = "fit") -> dict[str, float]:
-        """label -> reference median time / this case's median time (2.0: twice as fast)."""
-        found = speedups(self.results, self._reference(reference), phase)
-        return {self._label(r): found[r.case_id].value for r in self.results if r.case_id in found}
+    def speedup(self, reference: str | None = None, phase: str | None = None) -> dict[str, float]:
+        """label -> reference median time / this case's median time (2.0: twice as fast), for
+        ``phase`` or, by default, each case's main phase (predict for neighbours, else fit)."""
+        if phase is not None and phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}; phases: {', '.join(PHASES)}")
+        found = {name: speedups(self.results, self._reference(reference), name)
+                 for name in PHASES}
+        return {self._label(r): found[phase or main_phase(r)][r.case_id].value
+                for r in self.results if r.case_id in found[phase or main_phase(r)]}
 
     def agreement(self, reference: str | None = None) -> dict[str, Agreement]:
         """label -> :class:`accelml.report.table.Agreement` with the reference case: one

@@ -16,6 +16,12 @@ not installed here promises nothing: its repeats are not expected to be bitwise.
 ...                        strategy=None, params=(("n_clusters", 3),), seed=7, threads=2)
 >>> run_to_run_expectation(case).bitwise
 True
+>>> logistic = SimpleNamespace(**{**vars(case), "algorithm": "logistic_regression", "params": ()})
+>>> run_to_run_expectation(logistic, deterministic=False).bitwise   # lbfgs draws nothing
+True
+>>> saga = SimpleNamespace(**{**vars(logistic), "params": (("solver", "saga"),)})
+>>> run_to_run_expectation(saga, deterministic=False).reason
+'random_state is not set: the sag/saga/liblinear shuffling draws a new seed on every fit'
 >>> other = SimpleNamespace(**{**vars(case), "backend": "sklearnex"})
 >>> pair_expectation(case, other).bitwise
 False
@@ -42,12 +48,14 @@ def algorithm_params(algorithm: str) -> tuple[str, ...]:
 
 
 def _unseeded_randomness(case: CaseLike, backend: Backend | None) -> str:
-    """What draws a new seed on every fit of ``case`` because its random_state is unset ("": nothing)."""
+    """What draws a new seed on every fit of ``case`` because its random_state is unset ("":
+    nothing; the implementation's record says which parameter values draw, e.g. which solvers)."""
     implementation = None if backend is None else backend.implementations.get(case.algorithm)
-    if implementation is None or "random_state" not in algorithm_params(case.algorithm) \
+    algorithm = ALGORITHMS.get(case.algorithm)
+    if implementation is None or algorithm is None or "random_state" not in algorithm.param_names \
             or dict(case.params).get("random_state") is not None:
         return ""
-    return implementation.randomised
+    return implementation.randomness({**algorithm.defaults, **dict(case.params)})
 
 
 def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expectation:

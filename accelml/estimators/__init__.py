@@ -54,7 +54,7 @@ backend here returns host NumPy arrays from predict (XGBoost on CUDA copies pred
 the host, which is the sync), and ``fit`` returns after the device finished training.
 """
 
-from ._algorithms import ALGORITHMS, Algorithm, Param
+from ._algorithms import ALGORITHMS, Algorithm, Objective, Param
 from ._estimator import Estimator, device_sync
 from ._registry import (
     BACKENDS,
@@ -63,6 +63,7 @@ from ._registry import (
     Convert,
     EveryCase,
     ExecutionPath,
+    FromData,
     Implementation,
     InvalidChoiceError,
     Rename,
@@ -78,11 +79,13 @@ from ._registry import (
     same,
     task_of,
 )
+from .sklearn import reference_centroids
 
 __all__ = [
     "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
-    "EveryCase", "ExecutionPath", "Implementation", "InvalidChoiceError", "Param", "Rename", "Same",
-    "TranslationRow", "Unsupported", "algorithms", "backend_availability", "check_params",
-    "device_sync",
-    "get_algorithm", "get_backend", "parameter_table", "same", "task_of",
+    "EveryCase", "ExecutionPath", "FromData", "Implementation", "InvalidChoiceError", "Objective",
+    "Param", "Rename", "Same", "TranslationRow", "Unsupported", "algorithms", "backend_availability",
+    "check_params", "device_sync",
+    "get_algorithm", "get_backend", "parameter_table", "reference_centroids", "same",
+    "task_of",
 ]

@@ -71,14 +71,32 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Objective:
+    """What an iterative fit minimises, as the runner records it: the score ``score`` (lower
+    is better). Two backends whose values differ by more than ``tolerance_rel`` (relative to
+    the reference's) reached a different optimum; ``why`` says how that happens."""
+
+    score: str
+    tolerance_rel: float
+    why: str
+
+
+@dataclass(frozen=True)
 class Algorithm:
-    """One algorithm: its task, the methods it offers on every backend, its parameters."""
+    """One algorithm: its task, the methods it offers on every backend, its parameters.
+
+    ``main_phase``: the phase whose speedup users want first (``"predict"`` for neighbours,
+    whose fit only stores the data); ``objective``: what its fit minimises, when that is
+    recorded (None: no optimum to compare).
+    """
 
     name: str
     task: Task
     methods: tuple[str, ...]
     params: tuple[Param, ...]
     doc: str = ""
+    main_phase: str = "fit"
+    objective: Objective | None = None
 
     @property
     def estimator_type(self) -> str:
@@ -158,6 +176,7 @@ def _knn(task: Task) -> Algorithm:
             Param("metric", "minkowski", "distance"),
             _N_JOBS,
         ),
+        main_phase="predict",
     )
 
 
@@ -173,7 +192,15 @@ _TABLE = (
             Param("variant", "lloyd", "'lloyd' or 'elkan' (sklearn's algorithm=)"),
             Param("copy_x", True, "leave X untouched"),
             _RANDOM_STATE,
+            Param("fair_start", False,
+                  "start every backend from scikit-learn's (the reference's) initial centroids "
+                  "for random_state, given to the library as init=array with n_init=1, so "
+                  "iterations and time per iteration are compared from the same start"),
         ),
+        objective=Objective(
+            "inertia", 1e-3,
+            "Lloyd iterations from different initial centroids end in different local optima "
+            "(fair_start = true starts every backend from the reference's centroids)"),
     ),
     Algorithm(
         "dbscan", "clustering", ("fit_predict",),
@@ -233,6 +260,10 @@ _TABLE = (
             Param("class_weight", None, "class weights"),
             _RANDOM_STATE,
         ),
+        objective=Objective(
+            "log_loss", 5e-3,
+            "the solvers stopped at different points (tolerance or max_iter reached before "
+            "convergence); the held-out log loss tells the two fits apart"),
     ),
     Algorithm(
         "svc", "classification", ("predict", "decision_function", "score"),

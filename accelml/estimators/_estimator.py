@@ -29,6 +29,7 @@ from ._registry import (
     check_params,
     get_algorithm,
     get_implementation,
+    params_from_data,
     translate,
 )
 
@@ -289,6 +290,10 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
 
     def _fit(self, method: str, X: ArrayLike, y: ArrayLike | None, fit_params: dict[str, object]) -> object:
         found, runner, implementation, kwargs = self._build()
+        resolved = params_from_data(found, implementation, self._params, X)
+        if resolved:
+            kwargs = translate(found, runner, implementation, {**self._params, **resolved},
+                               self.device)
         inner = implementation.estimator_class()(**kwargs)
         target = y
         classes = None
@@ -304,6 +309,22 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
             self.classes_ = classes if classes is not None else inner.classes_
         self._encoded = classes is not None
         return result
+
+    def params_from_data(self, X: ArrayLike) -> dict[str, object]:
+        """The parameter values accelml derives from the training data ``X`` (e.g. the
+        initial centroids of ``fair_start``); ``set_params(**them)`` fixes them, so that
+        repeated fits skip deriving them. Empty when nothing is derived.
+
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(40, 2))
+        >>> est = Estimator("kmeans", n_clusters=2, random_state=0, fair_start=True)
+        >>> sorted(est.params_from_data(X))
+        ['fair_start', 'init', 'n_init']
+        >>> est.set_params(**est.params_from_data(X)).get_params()["n_init"]
+        1
+        """
+        found, _, implementation = self._resolved()
+        return params_from_data(found, implementation, self._params, X)
 
     def __getattr__(self, name: str) -> object:
         # fitted attributes of the library object (coef_, labels_, n_features_in_, ...)

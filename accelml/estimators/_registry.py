@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from accelml.cases import CaseLike, Expectation, JSONScalar
 from accelml.errors import AccelmlError, UnavailableError
@@ -116,7 +117,38 @@ class Unsupported:
         return f"unsupported, only {param.default!r}: {self.reason}"
 
 
-Rule = Same | Rename | Convert | Unsupported
+@dataclass(frozen=True)
+class FromData:
+    """accelml resolves the parameter from the training data before the library sees it:
+    ``function(X, value, params)`` returns accelml parameter values that replace the given
+    ones (``params``: every accelml parameter, defaults filled in), e.g. an ``init`` array;
+    they then reach the library through their own rules. The runner resolves them before
+    the timed fits and records what they were (an array is stored under its digest).
+    """
+
+    function: Callable[[ArrayLike, object, Mapping[str, object]], Mapping[str, object]]
+    note: str
+    needs: tuple[str, ...] = ()     # parameters that must be set when the value is true
+
+    def translate(self, param: Param, value: object, backend: str) -> Mapping[str, object]:
+        return {}
+
+    def check(self, param: Param, value: object, params: Mapping[str, object]) -> None:
+        """:class:`InvalidChoiceError` when ``value`` is set but a parameter it needs is not."""
+        missing = [name for name in self.needs if value and params.get(name) is None]
+        if missing:
+            raise InvalidChoiceError(f"{param.name}={value!r} needs {', '.join(missing)} set "
+                                     f"({self.note})")
+
+    def with_data(self, X: ArrayLike, value: object, params: Mapping[str, object]
+                  ) -> Mapping[str, object]:
+        return self.function(X, value, params)
+
+    def describe(self, param: Param) -> str:
+        return self.note
+
+
+Rule = Same | Rename | Convert | Unsupported | FromData
 
 
 def same(*names: str) -> dict[str, Rule]:
@@ -159,7 +191,10 @@ class Implementation:
     every accelml parameter of the algorithm; ``fixed`` are keyword arguments always passed;
     ``encodes_labels``: the library needs class labels 0..n-1 (accelml encodes and decodes them);
     ``randomised`` names what draws a new seed on every fit when ``random_state`` is left
-    unset (empty: nothing does, an unseeded fit still repeats itself).
+    unset (empty: nothing does, an unseeded fit still repeats itself); ``randomised_when``
+    narrows that to the parameter values that draw (``{"solver": ("sag", "saga")}``: only
+    those solvers shuffle; empty: every fit draws). ``iterations``: the fitted attribute
+    holding the iterations the fit ran (``"n_iter_"``; empty: not an iterative fit).
     """
 
     estimator: str
@@ -168,6 +203,21 @@ class Implementation:
     encodes_labels: bool = False
     note: str = ""
     randomised: str = ""
+    randomised_when: Mapping[str, tuple[JSONScalar, ...]] = field(default_factory=dict)
+    iterations: str = ""
+
+    def randomness(self, params: Mapping[str, object]) -> str:
+        """What draws random numbers in a fit with ``params`` (every accelml parameter, defaults
+        filled in), or "" when nothing does.
+
+        >>> logistic = Implementation("m:C", {}, randomised="the sag/saga shuffling",
+        ...                           randomised_when={"solver": ("sag", "saga")})
+        >>> logistic.randomness({"solver": "lbfgs"}), logistic.randomness({"solver": "saga"})
+        ('', 'the sag/saga shuffling')
+        """
+        if all(params.get(name) in values for name, values in self.randomised_when.items()):
+            return self.randomised
+        return ""
 
     def estimator_class(self) -> type[Any]:
         """The library's class (untyped: the libraries ship no type hints)."""
@@ -217,7 +267,8 @@ class Backend:
     empty: the runner fits and predicts an :class:`Estimator`). ``device_kwargs(device)``: the
     library keyword arguments that select a device; ``trace`` (optional): a context manager
     factory yielding a list that receives an :class:`ExecutionPath` for every library call
-    made inside it.
+    made inside it. ``main_phase``: the phase whose speedup is shown first for every case of
+    the backend (``"epoch"`` for one that trains models; empty: the algorithm's own).
     """
 
     name: str
@@ -235,6 +286,7 @@ class Backend:
     device_kwargs: Callable[[str], Mapping[str, object]] = lambda device: {}
     trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
+    main_phase: str = ""
 
     def __post_init__(self) -> None:
         where = f"Backend {self.name!r}"
@@ -341,6 +393,17 @@ def check_params(algorithm: object, backend: object, device: object,
             raise InvalidChoiceError(f"{found.name} parameter {name} = {value!r}: {problem}")
     translate(found, runner, implementation, params, checked_device)
     return (found, runner, implementation), checked_device
+def params_from_data(algorithm: Algorithm, implementation: Implementation,
+                     params: Mapping[str, object], X: ArrayLike) -> dict[str, object]:
+    """The accelml parameter values that the :class:`FromData` rules derive from ``X``
+    (empty when no rule applies)."""
+    values = {**algorithm.defaults, **params}
+    found: dict[str, object] = {}
+    for param in algorithm.params:
+        rule = implementation.params[param.name]
+        if isinstance(rule, FromData):
+            found.update(rule.with_data(X, values[param.name], values))
+    return found
 
 
 def translate(algorithm: Algorithm, backend: Backend, implementation: Implementation,
@@ -349,7 +412,10 @@ def translate(algorithm: Algorithm, backend: Backend, implementation: Implementa
     kwargs: dict[str, object] = dict(implementation.fixed)
     for param in algorithm.params:
         value = params.get(param.name, param.default)
-        kwargs.update(implementation.params[param.name].translate(param, value, backend.name))
+        rule = implementation.params[param.name]
+        if isinstance(rule, FromData):
+            rule.check(param, value, params)
+        kwargs.update(rule.translate(param, value, backend.name))
     kwargs.update(backend.device_kwargs(device))
     return kwargs
 

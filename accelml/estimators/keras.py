@@ -74,6 +74,7 @@ BACKEND = Backend(
                         "orders; rounding differences grow over training steps",
     libraries=("keras",),
     deep_learning=True,
+    main_phase="epoch",
     measurer="accelml.runner.hooks:measure_keras",
     implementations={},
     how_to_get={

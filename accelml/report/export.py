@@ -23,11 +23,24 @@ COLUMNS: tuple[tuple[str, type], ...] = (
     *((f"{phase}_{part}", int if part == "n" else float)
       for phase in PHASES for part in ("median", "q1", "q3", "n")),
     ("speedup", float), ("speedup_low", float), ("speedup_high", float), ("efficiency", float),
+    ("main_phase", str),
+    *((f"{phase}_speedup{part}", float) for phase in PHASES for part in ("", "_low", "_high")),
+    ("iterations", int), ("reference_iterations", int), ("seconds_per_iteration", float),
+    ("reference_seconds_per_iteration", float), ("per_iteration_speedup", float),
+    ("objective", str), ("objective_value", float), ("reference_objective_value", float),
+    ("different_optimum", bool), ("optimum_reason", str),
+    ("ranks_identical", bool), ("ranks_differing", str),
     ("score_name", str), ("score", float), ("agreement_kind", str), ("agreement", float),
-    ("is_reference", bool), ("noisy", bool), ("status", str), ("reason", str),
+    ("is_reference", bool), ("noisy", bool), ("warmup_note", str), ("status", str),
+    ("reason", str),
 )
 """The columns of the exported table, in order, with their types (times in seconds;
-``params`` is canonical JSON; empty cells / ``null`` where a value does not apply)."""
+``params`` is canonical JSON; empty cells / ``null`` where a value does not apply).
+``speedup`` is the main phase's (``main_phase``); ``<phase>_speedup`` with ``_low`` /
+``_high`` (its interval) is every phase's; ``iterations`` and the per-iteration figures are
+for iterative fits; ``different_optimum`` is true when the fit's ``objective`` differs from
+the reference's beyond its tolerance (``optimum_reason`` says by how much and why);
+``ranks_identical`` / ``ranks_differing`` (e.g. "1 3") for data-parallel cases."""
 
 
 def _finite(value: float | None) -> float | None:
@@ -50,7 +63,30 @@ def table_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
             for part in ("median", "q1", "q3"):
                 record[f"{phase}_{part}"] = None if cell is None else _finite(getattr(cell, part))
             record[f"{phase}_n"] = None if cell is None else cell.count
+        by_phase = {value.phase: value for value in row.phase_speedups}
+        for phase in PHASES:
+            found = by_phase.get(phase)
+            for part, attribute in (("", "value"), ("_low", "low"), ("_high", "high")):
+                record[f"{phase}_speedup{part}"] = (
+                    None if found is None else _finite(getattr(found, attribute)))
+        iterations, optimum = row.iterations, row.optimum
         record.update(
+            main_phase=row.main_phase,
+            iterations=None if iterations is None else iterations.iterations,
+            reference_iterations=None if iterations is None else iterations.reference_iterations,
+            seconds_per_iteration=None if iterations is None else iterations.seconds_per_iteration,
+            reference_seconds_per_iteration=(
+                None if iterations is None else iterations.reference_seconds_per_iteration),
+            per_iteration_speedup=(
+                None if iterations is None else _finite(iterations.per_iteration_speedup)),
+            objective=None if optimum is None else optimum.objective,
+            objective_value=None if optimum is None else _finite(optimum.value),
+            reference_objective_value=None if optimum is None else _finite(optimum.reference_value),
+            different_optimum=None if optimum is None else optimum.differs,
+            optimum_reason=None if optimum is None else optimum.reason or None,
+            ranks_identical=row.ranks_identical,
+            ranks_differing=" ".join(str(rank) for rank in row.ranks_differing) or None,
+            warmup_note=row.warmup_note or None,
             speedup=_finite(row.speedup), speedup_low=_finite(row.speedup_low),
             speedup_high=_finite(row.speedup_high), efficiency=_finite(row.efficiency),
             score_name=row.score_name, score=_finite(row.score),

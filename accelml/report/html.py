@@ -28,7 +28,7 @@ from accelml.report.labels import case_label, params_text, varying_params
 from accelml.report.report_model import RunReport
 from accelml.report.repro import AgreementMatrix, CaseRef
 from accelml.report.speed import PHASES
-from accelml.report.table import Row, TimingCell
+from accelml.report.table import Row, TimingCell, phase_speedup_text, ranks_text
 
 if TYPE_CHECKING:
     import jinja2
@@ -64,7 +64,8 @@ def _speedup_text(row: Row) -> str:
         return "reference"
     if row.speedup is None:
         return "–"
-    text = plots.format_speedup(row.speedup)
+    main = next((value for value in row.phase_speedups if value.phase == row.main_phase), None)
+    text = plots.format_speedup(row.speedup) if main is None else phase_speedup_text(main)
     if row.efficiency is not None:
         text += f" (efficiency {row.efficiency:.0%})"
     return text
@@ -112,8 +113,17 @@ def _table(report: RunReport) -> dict[str, Any]:
             "reference": row.is_reference and row.status == "ok",
             "ok": row.status == "ok", "noisy": row.noisy, "status": row.status,
             "reason": row.reason,
+            "other_speedups": [] if row.is_reference or row.status != "ok" else [
+                phase_speedup_text(value) for value in row.phase_speedups
+                if value.phase != row.main_phase],
+            "iterations": "–" if row.iterations is None else row.iterations.text(),
+            "ranks": "–" if row.ranks_identical is None else ranks_text(row),
+            "ranks_bad": row.ranks_identical is False,
+            "optimum": row.optimum.reason if row.different_optimum and row.optimum else "",
         })
-    return {"rows": body, "show_epoch": show_epoch, "show_workers": show_workers,
+    return {"rows": body, "show_epoch": show_epoch,
+            "show_iterations": any(row.iterations is not None for row in rows),
+            "show_ranks": any(row.ranks_identical is not None for row in rows), "show_workers": show_workers,
             "show_strategy": show_strategy, "show_params": bool(names),
             "common_params": " ".join(f"{key}={value}" for key, value in common.items()),
             "phases": [phase for phase in ("fit", "predict")

@@ -10,6 +10,14 @@ For deep-learning cases, scaling compares epoch times (first epoch excluded) wit
 when that strategy has no 1-worker case, the ``single`` 1-worker case):
 speedup = t(1) / t(N), efficiency = speedup / N.
 
+Every phase a case and its reference both timed gets its own speedup with its interval
+(:func:`phase_speedups`); the first is the case's main phase (:func:`main_phase`: the
+backend's record says ``epoch`` for trained models, else the algorithm's record, e.g.
+``predict`` for neighbours). Iterative fits are compared per iteration too
+(:func:`iterations_against`), and an objective that differs beyond its tolerance marks a
+different optimum (:func:`optimum_against`): a slower fit that ran 37 iterations to a worse
+optimum against 5 is not a slower implementation.
+
 >>> from accelml.results.records import CaseResult, PhaseTiming
 >>> def case(cid, backend, seconds):
 ...     return CaseResult("r", cid, "kmeans", backend, "cpu", "blobs", "ok",
@@ -28,6 +36,7 @@ from typing import Any
 
 from accelml.cases import canonical_json
 from accelml.dl.strategies import default_strategy
+from accelml.estimators import ALGORITHMS, BACKENDS
 from accelml.results.records import CaseResult
 
 PHASES = ("fit", "predict", "epoch")
@@ -92,6 +101,134 @@ def speedup(result: CaseResult, reference: CaseResult, phase: str = "fit") -> Sp
     low = theirs.ci_low / mine.ci_high if mine.ci_high > 0 else float("nan")
     high = theirs.ci_high / mine.ci_low if mine.ci_low > 0 else float("inf")
     return Speedup(result.case_id, reference.case_id, phase, theirs.median / mine.median, low, high)
+
+
+def main_phase(result: CaseResult) -> str:
+    """The phase whose speedup is shown first: the backend record's ``main_phase`` (``epoch``
+    for trained models), else the algorithm record's (``predict`` for neighbours), else fit.
+
+    >>> from accelml.results.records import CaseResult
+    >>> main_phase(CaseResult("r", "c", "knn_classifier", "sklearnex", "cpu", "d", "ok"))
+    'predict'
+    """
+    backend = BACKENDS.find(result.backend)
+    if backend is not None and backend.main_phase:
+        return backend.main_phase
+    algorithm = ALGORITHMS.get(result.algorithm)
+    return "fit" if algorithm is None else algorithm.main_phase
+
+
+def phase_speedups(result: CaseResult, reference: CaseResult) -> tuple[Speedup, ...]:
+    """The speedup of every phase both cases timed, the main phase first."""
+    first = main_phase(result)
+    order = (first, *(phase for phase in PHASES if phase != first))
+    found = (speedup(result, reference, phase) for phase in order)
+    return tuple(value for value in found if value is not None)
+
+
+@dataclass(frozen=True)
+class Iterations:
+    """Iterations of a case's fit against its reference's, and the fit time per iteration
+    (fit median / iterations; None where a figure is missing)."""
+
+    iterations: int
+    reference_iterations: int | None
+    seconds_per_iteration: float | None
+    reference_seconds_per_iteration: float | None
+
+    @property
+    def per_iteration_speedup(self) -> float | None:
+        """Reference seconds per iteration / this case's (>1: each iteration is faster)."""
+        if not self.seconds_per_iteration or self.reference_seconds_per_iteration is None:
+            return None
+        return self.reference_seconds_per_iteration / self.seconds_per_iteration
+
+    def text(self) -> str:
+        """'37 vs 5 it, per it 1.8x' (against the reference) or '5 it' alone.
+
+        >>> Iterations(37, 5, 0.01, 0.018).text()
+        '37 vs 5 it, per it 1.80x'
+        """
+        if self.reference_iterations is None:
+            return f"{self.iterations} it"
+        text = f"{self.iterations} vs {self.reference_iterations} it"
+        per = self.per_iteration_speedup
+        return text if per is None else f"{text}, per it {per:.2f}x"
+
+
+def _per_iteration(result: CaseResult) -> float | None:
+    fit = result.timing("fit")
+    if fit is None or not result.iterations:
+        return None
+    return fit.median / result.iterations
+
+
+def iterations_of(result: CaseResult, reference: CaseResult | None) -> Iterations | None:
+    """The iterations of ``result``'s fit, against ``reference``'s when it recorded them."""
+    if not result.ok or result.iterations is None:
+        return None
+    theirs = None if reference is None or not reference.ok else reference.iterations
+    return Iterations(result.iterations, theirs, _per_iteration(result),
+                      None if theirs is None or reference is None else _per_iteration(reference))
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The objective a fit reached (``objective``: inertia, log_loss; lower is better) against
+    the reference's; ``differs`` when the relative difference is beyond ``tolerance_rel``,
+    and then ``reason`` says by how much and why that happens."""
+
+    objective: str
+    value: float
+    reference_value: float
+    relative_difference: float
+    tolerance_rel: float
+    differs: bool
+    reason: str
+
+
+def _iterations_phrase(result: CaseResult, reference: CaseResult) -> str:
+    if result.iterations is None or reference.iterations is None:
+        return ""
+    limit = dict(result.params).get("max_iter")
+    if limit is None and result.algorithm in ALGORITHMS:
+        limit = ALGORITHMS[result.algorithm].defaults.get("max_iter")
+    capped = [name for name, found in ((result.backend, result.iterations),
+                                       (reference.backend, reference.iterations))
+              if isinstance(limit, int) and found >= limit]
+    text = f" after {result.iterations} vs {reference.iterations} iterations"
+    return text + (f" ({' and '.join(capped)} stopped at max_iter={limit})" if capped else "")
+
+
+def optimum_against(result: CaseResult, reference: CaseResult) -> Optimum | None:
+    """Did ``result`` reach the reference's optimum? None when the algorithm's record names no
+    objective, a value is missing, or either case failed.
+
+    >>> from accelml.results.records import CaseResult, Score
+    >>> def fit(cid, backend, inertia, iterations):
+    ...     return CaseResult("r", cid, "kmeans", backend, "cpu", "d", "ok", iterations=iterations,
+    ...                       scores=(Score("inertia", inertia, False),))
+    >>> found = optimum_against(fit("b", "sklearnex", 6.669e8, 37), fit("a", "sklearn", 6.399e8, 5))
+    >>> found.differs, found.reason.split(":")[0]
+    (True, 'inertia 6.669e+08 vs 6.399e+08 (+4.2%, tolerance 0.1%) after 37 vs 5 iterations')
+    """
+    algorithm = ALGORITHMS.get(result.algorithm)
+    objective = None if algorithm is None else algorithm.objective
+    if objective is None or not (result.ok and reference.ok):
+        return None
+    value, theirs = result.score(objective.score), reference.score(objective.score)
+    if value is None or theirs is None or not (math.isfinite(value) and math.isfinite(theirs)):
+        return None
+    scale = abs(theirs) or 1.0
+    relative = (value - theirs) / scale
+    differs = abs(relative) > objective.tolerance_rel
+    reason = ""
+    if differs:
+        reason = (f"{objective.score} {value:.4g} vs {theirs:.4g} ({relative:+.1%}, tolerance "
+                  f"{objective.tolerance_rel:.1%}){_iterations_phrase(result, reference)}: "
+                  f"{objective.why}")
+    return Optimum(objective.score, value, theirs, relative, objective.tolerance_rel, differs,
+                   reason)
 
 
 def speedups(results: Iterable[CaseResult], reference: str, phase: str = "fit"

@@ -3,9 +3,15 @@
 One :class:`Row` per case: algorithm, dataset, backend, device, workers (and the strategy
 column when any case has one), fit and predict
 median with spread (IQR) and repeat count, speedup vs the reference ("ref" on the reference
-case itself; a failed case is never a reference and shows "-"), the main score,
-agreement with the reference case's predictions, and status (with the reason of a failure
-and a ``noisy`` flag when the median's interval stayed wider than the case's target).
+case itself; a failed case is never a reference and shows "-") for its main phase and then
+for its other phases, each with its interval, the iterations of an iterative fit against the
+reference's, whether every rank of a data-parallel case ended identical, the main score,
+agreement with the reference case's predictions, and status (with the reason of a failure,
+a ``noisy`` flag when the median's interval stayed wider than the case's target, and
+"different optimum" with its reason when the fit's objective is not the reference's).
+
+The columns after the timings are data (:data:`RESULT_COLUMNS`: heading, cell text,
+whether shown), so a layout can place, drop or reorder them without knowing what they say.
 
 Agreement: the headline of :func:`accelml.report.repro.compare_results` between the case and
 its reference case, so the table and the agreement matrix never disagree: label agreement
@@ -25,14 +31,24 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from accelml.cases import OVERSUBSCRIBE
 from accelml.report.measure import Measure, measures
 from accelml.report.repro import compare_results
-from accelml.report.speed import reference_cases, scaling, speedup
+from accelml.report.speed import (
+    Iterations,
+    Optimum,
+    Speedup,
+    iterations_of,
+    main_phase,
+    optimum_against,
+    phase_speedups,
+    reference_cases,
+    scaling,
+)
 from accelml.results.records import CaseResult, PhaseTiming, RunRecord
 from accelml.results.store import ResultsStore
 
@@ -100,9 +116,26 @@ class Row:
     efficiency: float | None = None
     strategy: str | None = None
     oversubscribed: bool = False
+    main_phase: str = "fit"
+    phase_speedups: tuple[Speedup, ...] = ()     # every phase against the reference, main first
+    iterations: Iterations | None = None
+    optimum: Optimum | None = None
+    ranks_identical: bool | None = None          # data-parallel DL: every rank's final weights equal
+    ranks_differing: tuple[int, ...] = ()        # the ranks whose weights differ from rank 0's
+    warmup_note: str = ""
+
+    @property
+    def different_optimum(self) -> bool:
+        return self.optimum is not None and self.optimum.differs
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The row as ``compare --json`` writes it: every field, plus ``different_optimum``
+        and the iterations' ``per_iteration_speedup``."""
+        data = asdict(self)
+        data["different_optimum"] = self.different_optimum
+        if self.iterations is not None:
+            data["iterations"]["per_iteration_speedup"] = self.iterations.per_iteration_speedup
+        return data
 
 
 def _unit(seconds: float) -> tuple[str, float]:
@@ -152,14 +185,15 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
     rows = []
     for result in results:
         ref = references.get(result.case_id)
-        phase = "epoch" if result.timing("epoch") is not None else "fit"
         found_scaling = scalings.get(result.case_id)
         if found_scaling is not None and result.workers != 1 and ref is not None \
                 and ref.case_id == result.case_id:
             ref = None   # an N-worker run of the reference backend: shown as scaling vs 1 worker
         # A failed case is never anyone's reference (nor its own): it shows no speedup.
         is_reference = ref is not None and ref.case_id == result.case_id and result.ok
-        found = speedup(result, ref, phase) if ref is not None else None
+        compared = ref is not None and not is_reference
+        by_phase = phase_speedups(result, ref) if ref is not None else ()
+        found = next((s for s in by_phase if s.phase == main_phase(result)), None)
         value: float | None = None
         low: float | None = None
         high: float | None = None
@@ -182,6 +216,12 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             status=status, reason=result.reason, noisy=result.noisy, is_reference=is_reference,
             efficiency=None if found_scaling is None else found_scaling.efficiency,
             strategy=result.strategy, oversubscribed=dict(result.params).get(OVERSUBSCRIBE) is True,
+            main_phase=main_phase(result), phase_speedups=by_phase,
+            iterations=iterations_of(result, ref if compared else None),
+            optimum=optimum_against(result, ref) if ref is not None and compared else None,
+            ranks_identical=None if result.dl is None else result.dl.ranks_identical,
+            ranks_differing=() if result.dl is None else result.dl.ranks_differing,
+            warmup_note=result.warmup_note,
         ))
     return rows
 
@@ -189,7 +229,10 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
 def _status_text(row: Row, note: int | None = None) -> str:
     flags = ", oversubscribed" if row.oversubscribed else ""
     if row.status == "ok":
-        return ("ok, noisy" if row.noisy else "ok") + flags
+        text = ("ok, noisy" if row.noisy else "ok") + flags
+        if row.different_optimum:
+            text += ", different optimum" + (f" [{note}]" if note else "")
+        return text
     return row.status + flags + (f" [{note}]" if note else "")
 
 
@@ -202,15 +245,76 @@ def _varying_params(rows: list[Row]) -> bool:
     return any(len(values) > 1 for values in seen.values())
 
 
+def phase_speedup_text(value: Speedup, separator: str = " ") -> str:
+    """'predict 1.58x (1.50-1.66)': the phase, its speedup and the speedup's interval
+    (``separator`` goes before the interval: a newline keeps a terminal column narrow).
+
+    >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1))
+    'fit 4.00x (3.9-4.1)'
+    """
+    interval = ""
+    if math.isfinite(value.low) and math.isfinite(value.high):
+        interval = f"{separator}({value.low:.2g}-{value.high:.2g})"
+    return f"{value.phase} {value.value:.2f}x{interval}"
+
+
 def _speedup_text(row: Row) -> str:
+    """The main phase's speedup with its interval ("ref" on the reference case)."""
     if row.is_reference:
         return "ref"
     if row.speedup is None:
         return "-"
-    text = f"{row.speedup:.2f}x"
+    main = next((value for value in row.phase_speedups if value.phase == row.main_phase), None)
+    text = phase_speedup_text(main, "\n") if main is not None else f"{row.speedup:.2f}x"
     if row.efficiency is not None:
         text += f" (eff {row.efficiency:.0%})"
     return text
+
+
+def _other_phases_text(row: Row) -> str:
+    if row.is_reference or row.status != "ok":
+        return "-"
+    others = [phase_speedup_text(value, "\n") for value in row.phase_speedups
+              if value.phase != row.main_phase]
+    return "\n".join(others) or "-"
+
+
+def ranks_text(row: Row) -> str:
+    """'identical', 'rank 1, 3 differ from rank 0', or '-' for a case of one rank."""
+    if row.ranks_identical is None:
+        return "-"
+    if row.ranks_identical:
+        return "identical"
+    return "rank " + ", ".join(str(rank) for rank in row.ranks_differing) + " differ from rank 0"
+
+
+def _any(field: Callable[[Row], object]) -> Callable[[Sequence[Row]], bool]:
+    return lambda rows: any(field(row) for row in rows)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the terminal table: its heading, the text of a row's cell, and whether
+    the table shows it for these rows (a column nobody fills is left out)."""
+
+    name: str
+    heading: str
+    text: Callable[[Row], str]
+    shown: Callable[[Sequence[Row]], bool] = lambda rows: True
+    justify: str = "right"
+
+
+RESULT_COLUMNS: tuple[Column, ...] = (
+    Column("speedup", "speedup", _speedup_text),
+    Column("other_phases", "other phases", _other_phases_text,
+           _any(lambda row: not row.is_reference and len(row.phase_speedups) > 1)),
+    Column("iterations", "iterations", lambda row: "-" if row.iterations is None
+           else row.iterations.text().replace(", ", "\n"),
+           _any(lambda row: row.iterations is not None)),
+    Column("ranks", "ranks", ranks_text, _any(lambda row: row.ranks_identical is not None)),
+)
+"""The comparison columns after the timings, in order: speedup of the main phase, of the
+other phases, iterations against the reference, rank identity (data-parallel cases)."""
 
 
 def _params_text(params: dict[str, Any]) -> str:
@@ -227,7 +331,8 @@ def rich_table(rows: list[Row], title: str = "") -> Table:
     show_epoch = any(row.epoch is not None for row in rows)
     table = Table(title=title or None, show_lines=False, header_style="bold")
     for name in ("algorithm", "dataset", "backend", "device"):
-        table.add_column(name, justify="left")
+        # a backend's name is short and is what a reader scans for: never cut it
+        table.add_column(name, justify="left", no_wrap=name == "backend")
     table.add_column("workers", justify="right")
     if show_strategy:
         table.add_column("strategy")
@@ -241,10 +346,14 @@ def rich_table(rows: list[Row], title: str = "") -> Table:
         table.add_column("predict median (IQR)", justify="right", no_wrap=True)
     if show_epoch:
         table.add_column("epoch median (IQR)", justify="right", no_wrap=True)
-    for name in ("speedup", "score", "agreement", "status"):
+    columns = [column for column in RESULT_COLUMNS if column.shown(rows)]
+    for column in columns:
+        table.add_column(column.heading, justify="left" if column.justify == "left" else "right",
+                         overflow="fold")
+    for name in ("score", "agreement", "status"):
         table.add_column(name, justify="right" if name != "status" else "left",
                          overflow="fold")
-    notes = failure_notes(rows)
+    notes = table_notes(rows)
     for row in rows:
         cells = [row.algorithm, row.dataset, row.backend, row.device, str(row.workers)]
         if show_strategy:
@@ -261,7 +370,7 @@ def rich_table(rows: list[Row], title: str = "") -> Table:
         match = "ref" if row.is_reference else (row.agreement.text if row.agreement else "-")
         status = _status_text(row, notes.get(row.case_id, (None,))[0])
         style = None if row.status == "ok" else "red"
-        cells += [_speedup_text(row), score, match, status]
+        cells += [column.text(row) for column in columns] + [score, match, status]
         table.add_row(*(escape(cell) for cell in cells), style=style)
     return table
 
@@ -284,18 +393,36 @@ def failure_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:
     return {row.case_id: (index, row.reason) for index, row in enumerate(failed, start=1)}
 
 
+def table_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:
+    """case_id -> (note number, text): every failure's reason, then every different optimum's."""
+    notes = failure_notes(rows)
+    for row in rows:
+        if row.status == "ok" and row.optimum is not None and row.optimum.differs:
+            notes[row.case_id] = (len(notes) + 1, "different optimum: " + row.optimum.reason)
+    return notes
+
+
 def legend(rows: list[Row]) -> str:
-    """What the table's marks mean, then one numbered line per failure with its reason."""
+    """What the table's marks mean, then one numbered line per failure or different optimum
+    with its reason."""
     from rich.markup import escape
 
     notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"]
+    speedup_note = ("speedup: reference median / case median, main phase first, other phases "
+                    "beside it, (interval) from the medians' confidence intervals")
     if any(row.noisy for row in rows):
         notes.append("~ / noisy: the median's confidence interval stayed wider than the target")
     if any(row.oversubscribed for row in rows):
         notes.append("oversubscribed: more ranks than cores (oversubscribe = true); its times "
                      "measure sharing, not scaling")
-    lines = ["; ".join(notes)]
-    for case_id, (number, reason) in failure_notes(rows).items():
+    if any(row.phase_speedups for row in rows):
+        notes.append(speedup_note)
+    if any(row.iterations is not None for row in rows):
+        notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
+    if any(row.warmup_note for row in rows):
+        notes.append("a phase whose first run took seconds counted it instead of warming up")
+    lines = ["; ".join(notes[:2])] + notes[2:]
+    for case_id, (number, reason) in table_notes(rows).items():
         lines.append(f"[{number}] {case_id}: {reason}")
     return escape("\n".join(lines))
 

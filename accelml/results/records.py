@@ -17,7 +17,10 @@ The types
     (``FailureKind``) and a one-line ``reason``; ``timings`` (one ``PhaseTiming`` per
     phase: ``startup``, ``load``, ``fit``, ``predict``, ``epoch``), ``repeats`` and
     ``warmup`` (rounds counted and not), ``stopped_because`` (why repeating stopped:
-    ``converged``, ``max_repeats``, ``max_seconds``, ``time_limit``, ``fixed``); ``scores``
+    ``converged``, ``max_repeats``, ``max_seconds``, ``time_limit``, ``fixed``) and
+    ``warmup_note`` (why a phase's first run was counted rather than thrown away as warm-up:
+    it already took seconds); ``iterations`` (what the fit of an iterative algorithm ran:
+    ``n_iter_`` and the like, the implementation's record names it); ``scores``
     (``Score``); ``predictions`` (``ArrayRef``: content digests of arrays kept beside
     the store) and ``repeat_prediction_digests`` (the digest of the predictions of every
     counted repeat, for run-to-run identity); ``peak_host_memory_bytes``,
@@ -365,6 +368,17 @@ class DLMeasurements(JSONRecord):
             return None
         return len(set(self.rank_weight_digests)) == 1
 
+    @property
+    def ranks_differing(self) -> tuple[int, ...]:
+        """The ranks whose final weights differ from rank 0's (empty: all equal, or not taken).
+
+        >>> DLMeasurements("m", (), 32, 3, 0.1, 1.0, rank_weight_digests=("a", "b", "a")).ranks_differing
+        (1,)
+        """
+        first = self.rank_weight_digests[:1]
+        return tuple(rank for rank, digest in enumerate(self.rank_weight_digests)
+                     if first and digest != first[0])
+
     def json_extras(self) -> dict[str, JSONValue]:
         """Written beside the fields (:mod:`accelml.convert`), for readers of the raw JSON."""
         return {"global_batch_size": self.global_batch_size}
@@ -391,6 +405,8 @@ class CaseResult(JSONRecord):
     repeats: int = 0                              # counted repeats (warm-up excluded)
     warmup: int = 0
     stopped_because: str = ""                     # converged | max_repeats | max_seconds | time_limit | fixed | epochs
+    warmup_note: str = ""                         # why a phase's first run was counted, not warm-up
+    iterations: int | None = None                 # iterations of the (last) fit, iterative algorithms
     scores: tuple[Score, ...] = ()
     predictions: tuple[ArrayRef, ...] = ()
     repeat_prediction_digests: tuple[str, ...] = ()

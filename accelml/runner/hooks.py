@@ -68,6 +68,8 @@ class Measurements:
     dl: DLMeasurements | None = None
     stopped_because: str = ""
     task: str = ""          # classification, regression, clustering, decomposition
+    iterations: int | None = None   # iterations of the last fit (iterative algorithms)
+    warmup_note: str = ""           # why a phase's first run counted (it already took seconds)
 
 
 def measurer_for(backend: str) -> Callable[[Case, MeasureContext], Measurements] | None:

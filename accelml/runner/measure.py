@@ -3,7 +3,9 @@
 :func:`repeat_until_stable` runs a round (a callable returning ``{phase: seconds}``) first
 ``warmup`` times without counting, then until the confidence interval of every phase's
 median is within ``target_rel`` of the median, or ``max_repeats`` rounds, or the time
-budget is spent. Why each run stopped is recorded in :class:`RepeatOutcome`.
+budget is spent. Why each run stopped is recorded in :class:`RepeatOutcome`. A phase whose
+first warm-up run already takes ``skip_warmup_after`` seconds counts that run as its first
+repeat (``warmup_note`` says so): a second 15-second fit would buy nothing.
 
 >>> import itertools
 >>> clock = itertools.cycle([1.0, 1.01, 0.99])
@@ -11,6 +13,12 @@ budget is spent. Why each run stopped is recorded in :class:`RepeatOutcome`.
 ...                               max_repeats=10, target_rel=0.05, warmup=1)
 >>> outcome.timings["fit"].count, outcome.stopped_because
 (3, 'converged')
+>>> slow = repeat_until_stable(lambda i: {"fit": 3.0}, min_repeats=2, max_repeats=2,
+...                            skip_warmup_after=2.0, warmup=1)
+>>> slow.timings["fit"].count, slow.rounds, slow.warmup_rounds
+(2, 2, 0)
+>>> slow.warmup_note
+'fit: the first run took 3 s (>= 2 s), so it counted as a repeat instead of a warm-up'
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class RepeatOutcome:
     rounds: int
     warmup_rounds: int
     stopped_because: str      # "converged", "max_repeats", "max_seconds", "time_limit", "fixed"
+    warmup_note: str = ""     # the phases whose first run counted as a repeat, and why
+    counted_rounds: tuple[int, ...] = ()   # the indexes passed to the round whose samples count
 
 
 def repeat_until_stable(
@@ -68,24 +78,46 @@ def repeat_until_stable(
     warmup: int = 1,
     max_seconds: float | None = None,
     deadline: float | None = None,
+    skip_warmup_after: float | None = None,
 ) -> RepeatOutcome:
     """Run ``round_(index)`` (index < 0 for warm-up) until every phase's median is stable.
 
     ``deadline`` is a ``time.monotonic()`` value the caller must finish by (the case's time
     limit): once ``min_repeats`` are in, no round starts that is expected to end past it.
+    ``skip_warmup_after``: a phase whose first warm-up run takes at least this many seconds
+    keeps it as a counted sample, and that round becomes the first counted round: no further
+    warm-up runs (the faster phases of the round, e.g. a quick predict after a long fit, had
+    their warm-up in it and get one sample fewer). ``counted_rounds`` lists the round indexes
+    whose samples count, so the caller keeps the right outputs.
     """
     warmup_samples: dict[str, list[float]] = {}
-    for index in range(warmup):
-        for phase, seconds in round_(-1 - index).items():
-            warmup_samples.setdefault(phase, []).append(seconds)
     samples: dict[str, list[float]] = {}
+    counted_first: dict[str, float] = {}
+    counted_rounds: list[int] = []
+    done_warmup = 0
+    for index in range(warmup):
+        measured = round_(-1 - index)
+        if index == 0 and skip_warmup_after is not None:
+            counted_first = {phase: seconds for phase, seconds in measured.items()
+                             if seconds >= skip_warmup_after}
+        for phase, seconds in measured.items():
+            target = samples if phase in counted_first else warmup_samples
+            target.setdefault(phase, []).append(seconds)
+        if counted_first:
+            counted_rounds.append(-1 - index)
+            break
+        done_warmup += 1
+    rounds = len(counted_rounds)
+    note = "; ".join(f"{phase}: the first run took {seconds:.3g} s (>= {skip_warmup_after:.3g} s), "
+                     "so it counted as a repeat instead of a warm-up"
+                     for phase, seconds in counted_first.items())
     started = time.monotonic()
     stopped = "max_repeats"
-    rounds = 0
     while rounds < max_repeats:
         round_started = time.monotonic()
         for phase, seconds in round_(rounds).items():
             samples.setdefault(phase, []).append(seconds)
+        counted_rounds.append(rounds)
         rounds += 1
         last_round = time.monotonic() - round_started
         if rounds < min_repeats:
@@ -112,7 +144,7 @@ def repeat_until_stable(
                                         confidence=confidence, target_rel=target_rel)
         for phase, values in samples.items()
     }
-    return RepeatOutcome(timings, rounds, warmup, stopped)
+    return RepeatOutcome(timings, rounds, done_warmup, stopped, note, tuple(counted_rounds))
 
 
 def peak_host_memory_bytes() -> int:

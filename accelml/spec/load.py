@@ -12,6 +12,8 @@ A spec::
     name = "smoke"
     reference = "sklearn"          # backend that speedups and agreement are measured against
     repeats = {min = 3, max = 8, target = 0.05}   # or a fixed count: repeats = 5
+                                   # skip_warmup_after = 2.0 (default): a phase whose first
+                                   # run takes 2 s counts it (false: always warm up)
     warmup = 1
     time_limit = 120               # seconds per case
     threads = 1                    # threads each case may use (default: the cores it is given)
@@ -165,17 +167,21 @@ def _repeat_policy(spec: _Spec, value: Any, warmup: int, where: str,
                    base: RepeatPolicy) -> RepeatPolicy:
     if value is None:
         return RepeatPolicy(base.min_repeats, base.max_repeats, base.target_rel, base.confidence,
-                            warmup, base.max_seconds)
+                            warmup, base.max_seconds, base.skip_warmup_after)
     if isinstance(value, int):
         if value < 1:
             raise spec.error(where, f"expected an integer >= 1, got {value}")
-        return RepeatPolicy(value, value, base.target_rel, base.confidence, warmup, base.max_seconds)
+        return RepeatPolicy(value, value, base.target_rel, base.confidence, warmup, base.max_seconds,
+                            base.skip_warmup_after)
     spec.check_keys(value, REPEAT_KEYS, where)
     minimum = value.get("min", base.min_repeats)
     maximum = value.get("max", max(base.max_repeats, minimum))
     target = float(value.get("target", base.target_rel))
     confidence = float(value.get("confidence", base.confidence))
     max_seconds = value.get("max_seconds", base.max_seconds)
+    skip = value.get("skip_warmup_after", base.skip_warmup_after)
+    if skip is True or (skip is not None and skip is not False and skip <= 0):
+        raise spec.error(f"{where}.skip_warmup_after", f"expected seconds > 0 or false, got {skip}")
     if minimum < 1:
         raise spec.error(f"{where}.min", f"expected an integer >= 1, got {minimum}")
     if maximum < minimum:
@@ -187,7 +193,8 @@ def _repeat_policy(spec: _Spec, value: Any, warmup: int, where: str,
     if max_seconds is not None and max_seconds <= 0:
         raise spec.error(f"{where}.max_seconds", f"expected seconds > 0, got {max_seconds}")
     return RepeatPolicy(minimum, maximum, target, confidence, warmup,
-                        None if max_seconds is None else float(max_seconds))
+                        None if max_seconds is None else float(max_seconds),
+                        None if skip is None or skip is False else float(skip))
 
 
 def _positive(spec: _Spec, table: dict[str, Any], key: str, where: str, default: Any,

@@ -28,7 +28,8 @@ EXPERIMENT_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "name": _STR,
     "description": _STR,
     "reference": _STR,
-    "repeats": ((int, dict), "an integer >= 1 or a table {min, max, target, confidence, max_seconds}"),
+    "repeats": ((int, dict), "an integer >= 1 or a table {min, max, target, confidence, max_seconds, "
+                            "skip_warmup_after}"),
     "warmup": ((int,), "an integer >= 0"),
     "time_limit": ((int, float), "seconds > 0"),
     "memory_limit_mb": ((int,), "an integer >= 1 (MiB)"),
@@ -47,6 +48,8 @@ REPEAT_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "target": ((int, float), "a relative half-width > 0, e.g. 0.05 for +-5%"),
     "confidence": ((float,), "a level between 0.5 and 0.999"),
     "max_seconds": ((int, float), "seconds > 0"),
+    "skip_warmup_after": ((int, float, bool), "seconds > 0 (a phase whose first run takes that "
+                                              "long counts it as a repeat) or false"),
 }
 
 DATASET_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {

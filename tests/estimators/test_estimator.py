@@ -108,7 +108,8 @@ def test_translation_table_documents_the_xgboost_mapping():
 def test_a_new_backend_is_one_module(tmp_path, monkeypatch, blobs):
     (tmp_path / "toy.py").write_text(textwrap.dedent("""
         from accelml.probe import Availability
-        from accelml.estimators import Backend, EveryCase, Implementation, Rename, same
+        from accelml.estimators import (Backend, EveryCase, FromData, Implementation, Rename,
+                                        reference_centroids, same)
 
         BACKEND = Backend(
             name="toy", summary="a toy", devices=("cpu",),
@@ -116,7 +117,8 @@ def test_a_new_backend_is_one_module(tmp_path, monkeypatch, blobs):
             repeat_expectation=EveryCase(True, "seeded"), libraries=("scikit-learn",),
             implementations={"kmeans": Implementation("sklearn.cluster:KMeans", {
                 **same("n_clusters", "init", "n_init", "max_iter", "tol", "copy_x", "random_state"),
-                "variant": Rename("algorithm")})},
+                "variant": Rename("algorithm"),
+                "fair_start": FromData(reference_centroids, "the reference's centroids")})},
         )
     """))
     monkeypatch.setattr(estimators, "__path__", [*estimators.__path__, str(tmp_path)])

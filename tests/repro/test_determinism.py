@@ -135,3 +135,30 @@ def test_tensorflow_training_repeats_bitwise_in_deterministic_mode(tmp_path):
                                 os.path.abspath(__file__)))))
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-2:] == ["True", "True"]
+
+
+@pytest.mark.parametrize("algorithm, params, bitwise", [
+    ("logistic_regression", (), True),                       # lbfgs draws nothing
+    ("ridge", (), True),                                     # "auto" is a direct solver
+    ("ridge", (("solver", "sag"),), False),
+    ("logistic_regression", (("solver", "saga"),), False),
+    ("svc", (), True),                                       # random_state only for probability
+])
+def test_unseeded_run_to_run_expectation_follows_the_solver(algorithm, params, bitwise):
+    """Issue 17: lbfgs and ridge repeat bitwise without a seed; sag/saga shuffle. The record's
+    answer matches two real unseeded fits (coefficients compared byte for byte)."""
+    from accelml import Estimator
+
+    case = _case(algorithm=algorithm, params=params)
+    expectation = run_to_run_expectation(case, deterministic=False)
+    assert expectation.bitwise is bitwise, expectation.reason
+    if not bitwise:
+        assert "shuffling" in expectation.reason
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] + rng.normal(scale=0.5, size=300) > 0).astype(int)
+    kwargs = {**dict(params), "max_iter": 3} if not bitwise else dict(params)
+    fits = [Estimator(algorithm, backend="sklearn", **kwargs).fit(X, y) for _ in range(2)]
+    attribute = "dual_coef_" if algorithm == "svc" else "coef_"
+    first, second = (np.asarray(getattr(fit.estimator_, attribute)) for fit in fits)
+    assert (first.tobytes() == second.tobytes()) is bitwise

@@ -138,3 +138,18 @@ params = {n_estimators = 5}
     assert cuda.status == "failed" and cuda.failure.value == "unavailable"
     assert cuda.reason.startswith("needs 1 GPU(s); this machine has 0 (")
     assert cuda.timings == ()        # its process never started
+
+
+def test_a_first_run_that_takes_long_enough_counts_and_says_why(tmp_path):
+    """Issue 17: with skip_warmup_after below the fit's time, the first (primed) full run is a
+    counted repeat: no warm-up round, its predictions are among the repeats', the note says why."""
+    text = FOREST.replace("repeats = 2\nwarmup = 0", "repeats = {min = 2, max = 2, "
+                          "skip_warmup_after = 0.000001}\nwarmup = 1").replace("EXTRA", "")
+    store = ResultsStore(tmp_path)
+    run = run_experiment(load_spec_text(text, "skip.toml"), store)
+    (result,) = store.case_results(run.run_id)
+    assert result.ok and (result.warmup, result.repeats) == (0, 2)
+    assert result.timing("fit").count == 2 and result.timing("fit").warmup_samples == ()
+    assert len(result.repeat_prediction_digests) == 2
+    assert result.warmup_note.startswith("fit: the first run took ")
+    assert "counted as a repeat instead of a warm-up" in result.warmup_note

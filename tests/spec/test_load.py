@@ -6,6 +6,7 @@ from accelml.compare import plan_run
 from accelml.errors import SpecError
 from accelml.spec.load import load_spec, load_spec_text
 
+REPEATS = "repeats = {min = 2, max = 4, target = 0.1}"
 VALID = """
 name = "t"
 reference = "sklearn"
@@ -62,6 +63,12 @@ def test_case_id_ignores_how_a_case_is_measured_but_not_what_it_is():
     (('backend = ["sklearn", "sklearnex"]', 'backend = "xgboost"'), "cases[0].backend",
      "backends with it: sklearn, sklearnex"),
     (('name = "t"', 'name = "t"\ndeterministic = "yes"'), "deterministic", "expected true or false"),
+    ((REPEATS, REPEATS[:-1] + ", skip_warmup_after = 0}"),
+     "repeats.skip_warmup_after", "expected seconds > 0 or false"),
+    ((REPEATS, REPEATS[:-1] + ', skip_warmup_after = "2"}'),
+     "repeats.skip_warmup_after", "seconds > 0 (a phase whose first run takes that long"),
+    (("params = {random_state = 0}", "params = {fair_start = true}"), "cases[0].params",
+     "fair_start=True needs random_state set"),
 ])
 def test_each_error_names_file_key_and_what_is_allowed(change, where, allowed):
     with pytest.raises(SpecError) as error:
@@ -70,6 +77,16 @@ def test_each_error_names_file_key_and_what_is_allowed(change, where, allowed):
     assert message.startswith(f"spec.toml: {where}: ")
     assert allowed in message
     assert "\n" not in message
+
+
+def test_skip_warmup_after_is_read_from_the_repeats_table():
+    default = load(VALID).cases[0].repeats
+    assert default.skip_warmup_after == 2.0
+    never = load(VALID.replace(REPEATS, "repeats = {skip_warmup_after = false}"))
+    assert never.cases[0].repeats.skip_warmup_after is None
+    sooner = load(VALID.replace(REPEATS, "repeats = {skip_warmup_after = 0.5}"))
+    assert sooner.cases[0].repeats.skip_warmup_after == 0.5
+    assert sooner.cases[0].case_id == never.cases[0].case_id    # how a case is measured, not what
 
 
 def test_deterministic_key_fills_in_seeds_and_changes_only_those_ids():
