@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -32,6 +29,7 @@ from rich.progress import (
 )
 
 from accelml.cases import Experiment
+from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
 from accelml.compare import Comparison, plan_run, run_experiment
 from accelml.executors import ensure_available
 from accelml.executors.arguments import (
@@ -39,7 +37,7 @@ from accelml.executors.arguments import (
     progress_for,
     settings_from_args,
 )
-from accelml.report.table import json_clean, legend, rich_table, to_json
+from accelml.report.table import fit_table, json_clean, legend, row_styles, to_json
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec, load_spec_text
@@ -100,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         _print_plan(plan_run(experiment, deterministic=args.deterministic, resumed=resumed).experiment)
         return 0
     ensure_available(settings)   # before anything is written
-    err = Console(stderr=True, highlight=False)
+    err = stderr_console()
     store = ResultsStore(args.results_dir)
     progress_bar: Progress | None = None
     task_id: TaskID | None = None
@@ -112,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         state["run"] = run
         verb = "resuming" if args.resume else "run"
         err.print(f"accelml compare: {verb} {run.run_id}: {pending} case(s) to run "
-                  f"of {run.planned_cases}; results in {store.directory}")
+                  f"of {run.planned_cases}; results in {store.directory}", markup=False)
         if show_progress and pending:
             progress_bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -126,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
                 f" on {result.dataset}: {status}")
         if progress_bar is not None and task_id is not None:
             progress_bar.update(task_id, advance=1)
-            progress_bar.console.print(line)
+            progress_bar.console.print(line, markup=False)
         elif not args.no_progress:
-            err.print(line)
+            err.print(line, markup=False)
 
     try:
         cluster_progress = None if args.no_progress else progress_for(settings)
@@ -138,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         if "run" in state:
             err.print(f"accelml compare: interrupted; finish it with "
-                      f"--resume {state['run'].run_id} --results-dir {store.directory}")
+                      f"--resume {state['run'].run_id} --results-dir {store.directory}",
+                      markup=False)
         raise
     finally:
         if progress_bar is not None:
@@ -152,16 +151,19 @@ def run(args: argparse.Namespace) -> int:
         document["agreement_matrix"] = json_clean(matrix.to_dict())
         print(json.dumps(document, indent=1, default=str))
     else:
-        out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-        out.print(rich_table(rows, title=f"{experiment.name}: run {run_record.run_id}"))
-        out.print(legend(rows))
+        out = stdout_console()
+        width = table_width(out)
+        print_table(out, fit_table(rows, width), f"{experiment.name}: run {run_record.run_id}",
+                    row_styles(rows))
+        out.print(legend(rows, width), markup=False)
         out.print()
-        out.print(escape(matrix.format()), soft_wrap=True)
+        out.print(matrix.format(width), markup=False)
     failed = comparison.failed
     if failed:
         err.print(f"accelml compare: {len(failed)} of {len(comparison.results)} case(s) failed:")
         for result in failed:
             err.print(f"  {result.case_id} {result.algorithm} {result.backend}/{result.device} "
-                      f"on {result.dataset}: {result.failure.value}: {result.reason}")
+                      f"on {result.dataset}: {result.failure.value}: {result.reason}",
+                      markup=False)
         return 1
     return 0
