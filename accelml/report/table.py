@@ -337,7 +337,10 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     """What the table's marks mean, what was abbreviated or left out at ``width``, then one
     numbered line per failure with its reason (plain text: print it with markup off)."""
     layout = fit_table(rows, width)
-    notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"]
+    spread = any("(IQR)" in heading for heading in layout.headings)
+    notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"
+             if spread else "times: median over the counted repeats, warm-up excluded "
+             "(spread and n at a wider width)"]
     if any(row.noisy for row in rows):
         notes.append("~ / noisy: the median's confidence interval stayed wider than the target")
     lines = ["; ".join(notes), *layout.legend]
