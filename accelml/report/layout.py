@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import io
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -181,6 +182,7 @@ class _State(Generic[RowT]):
     lifted: bool = False
     limit: int | None = None      # abbreviation width
     wrap_width: int | None = None
+    heading_limit: int | None = None
 
     def texts(self, rows: Sequence[RowT]) -> list[str]:
         cell = self.column.forms[self.form].cell
@@ -199,7 +201,18 @@ class _State(Generic[RowT]):
         heading = len(self.heading())
         if self.column.wrap or self.limit is not None:
             heading = min(heading, max(widest, self.column.min_width))
+        if self.heading_limit is not None:
+            heading = min(heading, self.heading_limit)
         return max(widest, heading)
+
+    def cells_width(self, rows: Sequence[RowT]) -> int:
+        """The widest cell as it is shown now (heading aside)."""
+        saved = self.heading_limit
+        self.heading_limit = 0
+        try:
+            return self.natural(rows)
+        finally:
+            self.heading_limit = saved
 
 
 def _actions(columns: Sequence[Column[RowT]]) -> list[tuple[int, int, str, int]]:
@@ -244,11 +257,21 @@ def fit(columns: Sequence[Column[RowT]], rows: Sequence[RowT], width: int | None
             else:
                 current = state.natural(rows)
                 state.limit = max(state.column.min_width, current - excess)
+        for state in reversed(states):   # give back what a later drop made room for
+            slack = width - total()
+            if state.limit is not None and slack > 0:
+                state.limit += slack
         for state in states:   # free text wraps in what is left
             excess = total() - width
             if excess > 0 and state.column.wrap and not state.dropped:
                 floor = state.column.last_width or state.column.min_width
                 state.wrap_width = max(floor, state.natural(rows) - excess)
+        # last resort: headings wider than their cells are cut ("work…")
+        for state in sorted(states, key=lambda s: s.cells_width(rows) - s.natural(rows)):
+            excess = total() - width
+            if excess > 0 and not state.dropped:
+                cells = max(state.cells_width(rows), 3)
+                state.heading_limit = max(cells, len(state.heading()) - excess)
     return _layout(states, rows)
 
 
@@ -344,3 +367,20 @@ def html_table(layout: Layout, title: str = "", notes: Sequence[str] = ()) -> st
     table = f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     lines = "".join(f"<br>{html.escape(line)}" for line in notes)
     return table + (f"<small>{lines[4:]}</small>" if lines else "")
+
+
+def wrap_lines(lines: Sequence[str], width: int | None) -> list[str]:
+    """Text lines wrapped at word boundaries to ``width`` (None: as they are); a wrapped line
+    goes on indented like its first line, plus two.
+
+    >>> wrap_lines(["  - a long reason here"], 12)
+    ['  - a long', '    reason', '    here']
+    """
+    if width is None:
+        return list(lines)
+    wrapped: list[str] = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()))
+        wrapped += textwrap.wrap(line, width, subsequent_indent=indent + "  ",
+                                 break_on_hyphens=False) or [""]
+    return wrapped

@@ -44,7 +44,7 @@ from accelml.report.arrays import (
     identical_array,
     is_label_array,
 )
-from accelml.report.layout import Column, Form, fit, render
+from accelml.report.layout import Column, Form, fit, render, wrap_lines
 from accelml.report.measure import (
     Measure,
     Outputs,
@@ -472,19 +472,21 @@ def format_rows(rows: Sequence[MatrixRow], columns: Sequence[Measure],
     lines, everywhere = _lines(rows)
     layout = fit(matrix_columns(columns), lines, width)
     text = [render(layout)]
+    notes: list[str] = []
     if everywhere:
-        text.append(f"every case: {everywhere}")
-    text.extend(layout.legend)
+        notes.append(f"every case: {everywhere}")
+    notes.extend(layout.legend)
     reasons = list(dict.fromkeys(row.expectation.reason for row in rows
                                  if not row.expectation.bitwise and row.expectation.reason))
     if reasons:
-        text.append("not expected to be bitwise identical:")
-        text.extend(f"  - {reason}" for reason in reasons)
+        notes.append("not expected to be bitwise identical:")
+        notes.extend(f"  - {reason}" for reason in reasons)
     for row in rows:
         if row.unexpected:
             other = f" vs {row.other.label}" if row.other is not None else ""
-            text.append(f"! {row.kind}: {row.reference.label}{other}: identity was expected "
-                        f"({row.expectation.reason})")
+            notes.append(f"! {row.kind}: {row.reference.label}{other}: identity was expected "
+                         f"({row.expectation.reason})")
+    text.extend(wrap_lines(notes, width))
     return "\n".join(text)
 
 

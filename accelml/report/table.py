@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from accelml.report.layout import Column, Form, Layout, fit, render
+from accelml.report.layout import Column, Form, Layout, fit, render, wrap_lines
 from accelml.report.layout import rich_table as layout_table
 from accelml.report.measure import Measure, measures
 from accelml.report.repro import compare_results
@@ -324,7 +324,8 @@ def render_text(rows: list[Row], title: str = "", width: int | None = None) -> s
     width), with its legend, e.g. for ``Comparison.table()``."""
     layout = fit_table(rows, width)
     text = render(layout, title)
-    return text + "\n" + legend(rows, width) if rows else text
+    return "\n".join([text, *wrap_lines(legend(rows, width).splitlines(), width)]) if rows \
+        else text
 
 
 def failure_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:

@@ -72,3 +72,29 @@ def test_a_failed_one_worker_case_is_no_baseline():
                         strategy="horovod", failure=FailureKind.ERROR, reason="boom")
     found = scaling([failed, _epochs("h2", 2, "horovod", 4.0)])
     assert "h2" not in found
+
+
+def _widest(text):
+    return max(len(line) for line in text.splitlines())
+
+
+def test_a_narrow_table_keeps_failures_and_scaling_readable(tmp_path):
+    """At 60 columns: a failed row still says failed with its note number (the reason in the
+    legend); data-parallel rows keep workers and strategy, which tell them apart."""
+    store = ResultsStore(tmp_path)
+    rows = build_rows(store, [_ok("a", dataset="breast_cancer_wisconsin"),
+                              _failed("b", "sklearnex", dataset="breast_cancer_wisconsin")],
+                      "sklearn")
+    text = render_text(rows, width=60)
+    assert _widest(text) <= 60, text
+    assert "failed [1]" in text and "[1] b: ValueError: boom" in text
+    results = [_epochs(f"{strategy}{workers}", workers, strategy, 4.0 / workers)
+               for strategy in ("horovod", "mirrored") for workers in (1, 2, 4)]
+    text = render_text(build_rows(store, results, "keras"), width=60)
+    assert _widest(text) <= 60, text
+    short = dict(line.removeprefix("strategy: ").split(" = ")
+                 for line in text.splitlines() if line.startswith("strategy: "))
+    body = [line.split() for line in text.splitlines() if line.startswith("mlp")]
+    assert [(cells[3], short.get(cells[4], cells[4])) for cells in body] == [
+        (str(w), s) for s in ("horovod", "mirrored") for w in (1, 2, 4)]
+    assert "device: cpu (every row)" in text
