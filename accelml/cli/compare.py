@@ -54,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", default=None, metavar="RUN_ID",
                         help="finish an interrupted run: run only the cases it has no result for")
     parser.add_argument("--json", action="store_true",
-                        help="print machine-readable results (JSON) instead of the table")
+                        help="print machine-readable results (JSON) instead of the table; "
+                             "in pandas: pd.json_normalize(document['rows']) "
+                             "(accelml.report.frame.JSON_RECIPE)")
     parser.add_argument("--reference", default=None, metavar="BACKEND",
                         help="backend that speedup and agreement are measured against "
                              "(default: the spec's reference)")

@@ -83,6 +83,13 @@ def test_compare_at_120_columns_keeps_full_names(smoke_run):
                               if line.startswith("kmeans"))
 
 
+def test_report_fits_80_columns(smoke_run):
+    results, run_id, _, _ = smoke_run
+    shown = in_terminal("report", run_id, "--results-dir", str(results), columns=80)
+    assert shown.returncode == 0 and shown.widest() <= 80, shown.text
+    assert "sklearnex" in shown.text and "every case: cpu" in shown.text
+
+
 def test_piped_output_is_never_hard_wrapped(smoke_run):
     results, _, stdout, stderr = smoke_run
     assert f"results in {results}" in stderr      # the path on the line that names it
