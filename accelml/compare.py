@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -51,17 +51,36 @@ from accelml.executors.arguments import cluster_settings, progress_for
 from accelml.executors.config import ClusterSettings
 from accelml.executors.interface import CaseOutcome
 from accelml.probe import usable_cores
+from accelml.report.frame import (
+    FRAME_COLUMNS,
+    SAMPLE_COLUMNS,
+    case_records,
+    frame,
+    sample_records,
+)
+from accelml.report.layout import html_table
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
 from accelml.report.repro import AgreementMatrix, agreement_matrix
 from accelml.report.speed import PHASES, main_phase, speedups
-from accelml.report.table import Agreement, Row, build_rows, render_text, to_json
+from accelml.report.table import (
+    Agreement,
+    Row,
+    build_rows,
+    fit_table,
+    legend,
+    render_text,
+    to_json,
+)
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
 from accelml.runner.process import CaseOutput, CaseTask, end_running_cases, execute_case
 from accelml.spec.load import load_spec_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ResultCallback = Callable[[CaseResult, int, int], None]
 Progress = Callable[[Any], None]
@@ -377,7 +396,7 @@ class Comparison:
         return build_rows(self.store, self.results, self._reference(reference))
 
     def table(self, reference: str | None = None, width: int | None = None) -> str:
-        """The comparison table as text."""
+        """The comparison table as text, at most ``width`` wide (None: its natural width)."""
         return render_text(self.rows(reference), title=f"run {self.run_id}", width=width)
 
     def speedup(self, reference: str | None = None, phase: str | None = None) -> dict[str, float]:
@@ -417,6 +436,23 @@ class Comparison:
 
     def to_json(self, reference: str | None = None) -> dict[str, Any]:
         return to_json(self.run, list(self.results), self.rows(reference))
+
+    def to_frame(self, reference: str | None = None, *, samples: bool = False) -> pd.DataFrame:
+        """The comparison as a tidy pandas DataFrame: one row per case with units in the
+        column names (``fit_median_s``, ``speedup``, ``peak_host_memory_bytes``;
+        :data:`accelml.report.frame.FRAME_COLUMNS`), or with ``samples=True`` one row per
+        timed repeat (``phase``, ``repeat``, ``seconds``, ``warmup``;
+        :data:`accelml.report.frame.SAMPLE_COLUMNS`)."""
+        if samples:
+            return frame((record for result in self.results
+                          for record in sample_records(result, self.run)), SAMPLE_COLUMNS)
+        return frame(case_records(self.run, self.rows(reference), self.results), FRAME_COLUMNS)
+
+    def _repr_html_(self) -> str:
+        """The comparison table in a notebook, at its natural width."""
+        rows = self.rows()
+        return html_table(fit_table(rows), f"{self.run.spec_name}: run {self.run_id}",
+                          legend(rows).splitlines())
 
 
 def compare(

@@ -28,6 +28,8 @@ COMMAND_MODULES = {
     "check": "accelml.cli.check",
     "backends": "accelml.cli.backends",
     "slurm-script": "accelml.cli.slurm_script",
+    "runs": "accelml.cli.runs",
+    "export": "accelml.cli.export",
 }
 
 

@@ -26,8 +26,6 @@ import signal
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -38,6 +36,7 @@ from rich.progress import (
 )
 
 from accelml.cases import Experiment
+from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
 from accelml.compare import (
     RESUME_SETTINGS_NOTE,
     Comparison,
@@ -52,7 +51,7 @@ from accelml.executors.arguments import (
     progress_for,
     settings_from_args,
 )
-from accelml.report.table import json_clean, legend, rich_table, to_json
+from accelml.report.table import fit_table, json_clean, legend, row_styles, to_json
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
 from accelml.runner.environment import other_runs
@@ -73,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --resume: also run again the cases that failed for a reason "
                              "that may not recur (lost worker, time limit, killed)")
     parser.add_argument("--json", action="store_true",
-                        help="print machine-readable results (JSON) instead of the table")
+                        help="print machine-readable results (JSON) instead of the table; "
+                             "in pandas: pd.json_normalize(document['rows']) "
+                             "(accelml.report.frame.JSON_RECIPE)")
     parser.add_argument("--reference", default=None, metavar="BACKEND",
                         help="backend that speedup and agreement are measured against "
                              "(default: the spec's reference)")
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         _print_plan(plan_run(experiment, deterministic=args.deterministic, resumed=resumed).experiment)
         return 0
     ensure_available(settings)   # before anything is written
-    err = Console(stderr=True, highlight=False)
+    err = stderr_console()
     store = ResultsStore(args.results_dir)
     progress_bar: Progress | None = None
     task_id: TaskID | None = None
@@ -143,11 +144,12 @@ def run(args: argparse.Namespace) -> int:
         state["run"] = run
         verb = "resuming" if args.resume else "run"
         err.print(f"accelml compare: {verb} {run.run_id}: {pending} case(s) to run "
-                  f"of {run.planned_cases}; results in {store.directory}")
+                  f"of {run.planned_cases}; results in {store.directory}", markup=False)
         others = other_runs() if pending and not submits_jobs(settings) else []
         if others:
             err.print(f"accelml compare: warning: another accelml run is active on this machine "
-                      f"(pid {', '.join(map(str, others))}): the timings of both share its cores")
+                      f"(pid {', '.join(map(str, others))}): the timings of both share its cores",
+                      markup=False)
         if show_progress and pending:
             progress_bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -161,9 +163,9 @@ def run(args: argparse.Namespace) -> int:
                 f" on {result.dataset}: {status}")
         if progress_bar is not None and task_id is not None:
             progress_bar.update(task_id, advance=1)
-            progress_bar.console.print(line)
+            progress_bar.console.print(line, markup=False)
         elif not args.no_progress:
-            err.print(line)
+            err.print(line, markup=False)
 
     try:
         cluster_progress = None if args.no_progress else progress_for(settings)
@@ -178,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as stop:
         where = (f"; finish it with --resume {state['run'].run_id} --results-dir {store.directory}"
                  if "run" in state else "")
-        err.print(f"accelml compare: interrupted{where}")
+        err.print(f"accelml compare: interrupted{where}", markup=False)
         return stop.exit_code if isinstance(stop, Interrupted) else 130
     finally:
         if progress_bar is not None:
@@ -192,16 +194,19 @@ def run(args: argparse.Namespace) -> int:
         document["agreement_matrix"] = json_clean(matrix.to_dict())
         print(json.dumps(document, indent=1, default=str))
     else:
-        out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-        out.print(rich_table(rows, title=f"{experiment.name}: run {run_record.run_id}"))
-        out.print(legend(rows))
+        out = stdout_console()
+        width = table_width(out)
+        print_table(out, fit_table(rows, width), f"{experiment.name}: run {run_record.run_id}",
+                    row_styles(rows))
+        out.print(legend(rows, width), markup=False)
         out.print()
-        out.print(escape(matrix.format()), soft_wrap=True)
+        out.print(matrix.format(width), markup=False)
     failed = comparison.failed
     if failed:
         err.print(f"accelml compare: {len(failed)} of {len(comparison.results)} case(s) failed:")
         for result in failed:
             err.print(f"  {result.case_id} {result.algorithm} {result.backend}/{result.device} "
-                      f"on {result.dataset}: {result.failure.value}: {result.reason}")
+                      f"on {result.dataset}: {result.failure.value}: {result.reason}",
+                      markup=False)
         return 1
     return 0

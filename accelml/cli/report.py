@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from rich.console import Console
-
+from accelml.cli.output import stderr_console, stdout_console, table_width
 from accelml.errors import AccelmlError
 from accelml.report.html import write_html
 from accelml.report.render import load_report
@@ -103,9 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if json_to_stdout:
         print(json.dumps(report.to_dict(), indent=1, allow_nan=False))
     elif not args.quiet:
-        out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-        out.print(report.text(width=out.width), markup=False)
-    err = Console(stderr=True, highlight=False)
+        out = stdout_console()
+        out.print(report.text(width=table_width(out)), markup=False)
+    err = stderr_console()
     for what, path in written:
         err.print(f"accelml report: wrote {what} {path}", markup=False)
     return 0

@@ -165,8 +165,7 @@ class RunReport:
 
     def text(self, width: int | None = None) -> str:
         """The terminal report: compare's table, speedups, failures, agreement, environment,
-        against."""
-        width = width or 160
+        against; the tables at most ``width`` wide (None: their natural width)."""
         header = (f"run {self.run.run_id} ({self.run.status}), spec {self.run.spec_name}"
                   f"{' (' + self.run.spec_path + ')' if self.run.spec_path else ''}, "
                   f"started {self.run.created_at or '?'}; {len(self.results)} of "
@@ -187,7 +186,7 @@ class RunReport:
                          f"{self.run.run_id}")
         section = self.agreement_section()
         if section.matrix is not None:
-            parts.append("agreement:\n" + section.matrix.format())
+            parts.append("agreement:\n" + section.matrix.format(width))
         elif section.error is not None:
             parts.append(f"agreement: could not be computed: {section.error}")
         for environment, _ in self.environments:

@@ -46,6 +46,7 @@ from accelml.report.arrays import (
     identical_array,
     is_label_array,
 )
+from accelml.report.layout import Column, Form, fit, render, wrap_lines
 from accelml.report.measure import (
     Measure,
     Outputs,
@@ -68,11 +69,14 @@ KINDS = ("run-to-run", "cross-backend", "cross-device", "cross-scale", "cross-st
 
 @dataclass(frozen=True)
 class CaseRef:
-    """Which result: its run, case id and a readable label."""
+    """Which result: its run, case id and a readable label; ``parts`` are the label's pieces
+    by field (``("backend", "sklearn")``, ``("n_clusters", "n_clusters=8")``), so that a
+    table can show only the pieces that tell its rows apart."""
 
     run_id: str
     case_id: str
     label: str
+    parts: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, str]:
         return {"run_id": self.run_id, "case_id": self.case_id, "label": self.label}
@@ -170,8 +174,24 @@ def case_label(result: CaseResult) -> str:
             f"on {result.dataset}" + (f" ({extra})" if extra else ""))
 
 
+def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
+    """The pieces of :func:`case_label` by field, in its order.
+
+    >>> label_parts(CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
+    ...                        params=(("n_clusters", 3),)))  # doctest: +NORMALIZE_WHITESPACE
+    (('algorithm', 'kmeans'), ('backend', 'sklearn'), ('device', 'cpu'), ('workers', 'x2'),
+     ('strategy', ''), ('dataset', 'blobs'), ('n_clusters', 'n_clusters=3'), ('run', 'r'))
+    """
+    shown = result.strategy and result.strategy != default_strategy().name
+    return (("algorithm", result.algorithm), ("backend", result.backend),
+            ("device", result.device), ("workers", f"x{result.workers}"),
+            ("strategy", f"[{result.strategy}]" if shown else ""), ("dataset", result.dataset),
+            *((key, f"{key}={value}") for key, value in result.params),
+            ("run", result.run_id))
+
+
 def case_ref(result: CaseResult) -> CaseRef:
-    return CaseRef(result.run_id, result.case_id, case_label(result))
+    return CaseRef(result.run_id, result.case_id, case_label(result), label_parts(result))
 
 
 def _compare_array(name: str, a: Outputs, b: Outputs, task: str) -> ArrayAgreement:
@@ -369,49 +389,129 @@ class AgreementMatrix:
             "skipped": [list(item) for item in self.skipped],
         }
 
-    def format(self, width: int = 48) -> str:
-        """A plain-text table (the terminal report, ``compare`` and ``check`` print it)."""
+    def format(self, width: int | None = None) -> str:
+        """A plain-text table at most ``width`` wide (None: its natural width; the terminal
+        report, ``compare`` and ``check`` print it)."""
         return format_rows(self.entries(), self.columns(), width)
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "~"
+KIND_SHORT = {"run-to-run": "repeats", "cross-backend": "backend", "cross-device": "device",
+              "cross-scale": "scale", "cross-run": "run"}
 
 
-def format_rows(rows: Sequence[MatrixRow], columns: Sequence[Measure], width: int = 48) -> str:
-    """Matrix rows as an aligned text table: a column per measure, then the expectation."""
+def _join(parts: Iterable[tuple[str, str]]) -> str:
+    return " ".join(text for _, text in parts if text)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """A matrix row as the table shows it: what both cases share (less what every case
+    shares), what is the reference's own and the other's own."""
+
+    row: MatrixRow
+    case: str
+    reference: str
+    other: str
+
+
+def _lines(rows: Sequence[MatrixRow]) -> tuple[list[_Line], str]:
+    """Each row's distinguishing labels, and the parts common to every case ("every case: ...")."""
+    refs = [ref for row in rows for ref in (row.reference, row.other) if ref is not None]
+    fields = list(dict.fromkeys(name for ref in refs for name, _ in ref.parts))
+    values = [dict(ref.parts) for ref in refs]
+    common = {name for name in fields if len({found.get(name, "") for found in values}) == 1}
+    paired = {name for row in rows if row.other is not None
+              for name in fields if dict(row.reference.parts).get(name, "")
+              != dict(row.other.parts).get(name, "")}
+    lines = []
+    for row in rows:
+        mine = [(name, text) for name, text in row.reference.parts if name not in common]
+        if row.other is None:   # its own parts where comparisons show theirs
+            lines.append(_Line(row, _join((name, text) for name, text in mine
+                                          if name not in paired),
+                               _join((name, text) for name, text in mine if name in paired),
+                               f"{row.repeats} repeats" if row.repeats else ""))
+            continue
+        theirs = dict(row.other.parts)
+        ours = dict(row.reference.parts)
+        names = [name for name in dict.fromkeys([*ours, *theirs]) if name not in common]
+        shared = [(name, ours.get(name, "")) for name in names
+                  if ours.get(name, "") == theirs.get(name, "")]
+        own = [(name, ours.get(name, "")) for name in names if (name, ours.get(name, "")) not in shared]
+        other = [(name, theirs.get(name, "")) for name in names
+                 if ours.get(name, "") != theirs.get(name, "")]
+        lines.append(_Line(row, _join(shared), _join(own) or "-", _join(other) or "-"))
+    everywhere = _join((name, dict(refs[0].parts).get(name, "")) for name in fields
+                       if name in common and name != "run") if refs else ""
+    return lines, everywhere
+
+
+def _measure_cell(measure: Measure) -> Callable[[_Line], str]:
+    def text(line: _Line) -> str:
+        reading = line.row.reading(measure.name)
+        return "-" if reading is None else measure.cell(reading).text
+
+    return text
+
+
+def _expected(line: _Line) -> str:
+    return ("yes" if line.row.expectation.bitwise else "NO") + (" !" if line.row.unexpected else "")
+
+
+def matrix_columns(columns: Sequence[Measure]) -> list[Column[_Line]]:
+    """The matrix's columns: the comparison, the case, the reference's and the other's own
+    parts, a column per measure, then whether identity was expected. At a narrow width the
+    labels wrap and measures are left out: first those that never head a comparison (the
+    highest ``order`` first), the headline ones (``summary``) last."""
+    def rank(measure: Measure) -> int:
+        return 90 - measure.summary if measure.summary is not None else 70 - measure.order // 2
+
+    return [
+        Column((Form("comparison", lambda line: line.row.kind),
+                Form("kind", lambda line: KIND_SHORT.get(line.row.kind, line.row.kind))),
+               compact_rank=10),
+        Column((Form("case", lambda line: line.case),), wrap=True, min_width=28,
+               last_width=12, abbreviate_rank=20),
+        Column((Form("reference", lambda line: line.reference),), wrap=True, min_width=12,
+               last_width=7, abbreviate_rank=22),
+        Column((Form("other", lambda line: line.other),), wrap=True, min_width=12,
+               last_width=7, abbreviate_rank=22),
+        *(Column((Form(measure.heading, _measure_cell(measure)),), justify="right",
+                 drop_rank=rank(measure)) for measure in columns),
+        Column((Form("expected", _expected),)),
+    ]
+
+
+def format_rows(rows: Sequence[MatrixRow], columns: Sequence[Measure],
+                width: int | None = None) -> str:
+    """Matrix rows as a text table at most ``width`` wide (None: natural width): what tells
+    the rows apart, a column per measure, then the expectation; under it the parts every
+    case shares, the columns left out, and why identity was not expected."""
     if not rows:
         return "(no agreement to show)"
-    table = [["comparison", "reference", "other", *(measure.heading for measure in columns),
-              "expected"]]
-    for row in rows:
-        other = row.other.label if row.other is not None else (
-            f"({row.repeats} repeats)" if row.repeats else "")
-        cells = [row.kind, row.reference.label, other]
-        for measure in columns:
-            reading = row.reading(measure.name)
-            cells.append("-" if reading is None else measure.cell(reading).text)
-        cells.append(("yes" if row.expectation.bitwise else "NO") + (" !" if row.unexpected else ""))
-        table.append([_cut(cell, width) for cell in cells])
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip()
-             for line in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines, everywhere = _lines(rows)
+    layout = fit(matrix_columns(columns), lines, width)
+    text = [render(layout)]
+    notes: list[str] = []
+    if everywhere:
+        notes.append(f"every case: {everywhere}")
+    notes.extend(layout.legend)
     reasons = list(dict.fromkeys(row.expectation.reason for row in rows
                                  if not row.expectation.bitwise and row.expectation.reason))
     if reasons:
-        lines.append("not expected to be bitwise identical:")
-        lines.extend(f"  - {reason}" for reason in reasons)
+        notes.append("not expected to be bitwise identical:")
+        notes.extend(f"  - {reason}" for reason in reasons)
     for row in rows:
         for note in row.notes:
             other = f"{row.other.label} against " if row.other is not None else ""
-            lines.append(f"note ({row.kind}) {other}{row.reference.label}: {note}")
+            notes.append(f"note ({row.kind}) {other}{row.reference.label}: {note}")
     for row in rows:
         if row.unexpected:
             other = f" vs {row.other.label}" if row.other is not None else ""
-            lines.append(f"! {row.kind}: {row.reference.label}{other}: identity was expected "
+            notes.append(f"! {row.kind}: {row.reference.label}{other}: identity was expected "
                          f"({row.expectation.reason})")
-    return "\n".join(lines)
+    text.extend(wrap_lines(notes, width))
+    return "\n".join(text)
 
 
 def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = None, *,

@@ -29,13 +29,14 @@ the same data are compared.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from accelml.cases import OVERSUBSCRIBE
+from accelml.report.layout import Column, Form, Layout, fit, render, wrap_lines
+from accelml.report.layout import rich_table as layout_table
 from accelml.report.measure import Measure, measures
 from accelml.report.repro import compare_results
 from accelml.report.speed import (
@@ -83,6 +84,11 @@ class TimingCell:
             return None
         return cls(timing.median, timing.q1, timing.q3, timing.count, timing.noisy,
                    timing.ci_halfwidth_rel)
+
+    def short_text(self) -> str:
+        """The median alone (``~``: noisy)."""
+        unit, scale = _unit(self.median)
+        return f"{_number(self.median * scale)}{unit}" + ("~" if self.noisy else "")
 
     def text(self) -> str:
         unit, scale = _unit(self.median)
@@ -236,7 +242,13 @@ def _status_text(row: Row, note: int | None = None) -> str:
     return row.status + flags + (f" [{note}]" if note else "")
 
 
-def _varying_params(rows: list[Row]) -> bool:
+def _short_status(row: Row, note: int | None = None) -> str:
+    if row.status == "ok":
+        return "ok~" if row.noisy else "ok"
+    return "failed" + (f" [{note}]" if note else "")
+
+
+def _varying_params(rows: Sequence[Row]) -> bool:
     """Show a params column only when one algorithm/dataset/backend/device runs with several."""
     seen: dict[tuple[str, str, str, str, int, str | None], set[str]] = {}
     for row in rows:
@@ -271,12 +283,31 @@ def _speedup_text(row: Row) -> str:
     return text
 
 
+def _short_speedup(row: Row) -> str:
+    if row.is_reference:
+        return "ref"
+    if row.speedup is None:
+        return "-"
+    return f"{row.speedup:.2f}x"
+
+
 def _other_phases_text(row: Row) -> str:
     if row.is_reference or row.status != "ok":
         return "-"
     others = [phase_speedup_text(value, "\n") for value in row.phase_speedups
               if value.phase != row.main_phase]
     return "\n".join(others) or "-"
+
+
+def _other_phases_short(row: Row) -> str:
+    if row.is_reference or row.status != "ok":
+        return "-"
+    return " ".join(f"{value.phase} {value.value:.2f}x" for value in row.phase_speedups
+                    if value.phase != row.main_phase) or "-"
+
+
+def _iterations_text(row: Row) -> str:
+    return "-" if row.iterations is None else row.iterations.text().replace(", ", "\n")
 
 
 def ranks_text(row: Row) -> str:
@@ -288,103 +319,114 @@ def ranks_text(row: Row) -> str:
     return "rank " + ", ".join(str(rank) for rank in row.ranks_differing) + " differ from rank 0"
 
 
-def _any(field: Callable[[Row], object]) -> Callable[[Sequence[Row]], bool]:
-    return lambda rows: any(field(row) for row in rows)
+def _params_text(params: dict[str, Any], names: Sequence[str] | None = None) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items() if names is None or k in names)
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column of the terminal table: its heading, the text of a row's cell, and whether
-    the table shows it for these rows (a column nobody fills is left out)."""
+def _timing(phase: str, short: bool) -> Callable[[Row], str]:
+    def text(row: Row) -> str:
+        cell: TimingCell | None = getattr(row, phase)
+        if cell is None:
+            return "-"
+        return cell.short_text() if short else cell.text()
 
-    name: str
-    heading: str
-    text: Callable[[Row], str]
-    shown: Callable[[Sequence[Row]], bool] = lambda rows: True
-    justify: str = "right"
+    return text
 
 
-RESULT_COLUMNS: tuple[Column, ...] = (
-    Column("speedup", "speedup", _speedup_text),
-    Column("other_phases", "other phases", _other_phases_text,
-           _any(lambda row: not row.is_reference and len(row.phase_speedups) > 1)),
-    Column("iterations", "iterations", lambda row: "-" if row.iterations is None
-           else row.iterations.text().replace(", ", "\n"),
-           _any(lambda row: row.iterations is not None)),
-    Column("ranks", "ranks", ranks_text, _any(lambda row: row.ranks_identical is not None)),
-)
-"""The comparison columns after the timings, in order: speedup of the main phase, of the
-other phases, iterations against the reference, rank identity (data-parallel cases)."""
+def _score(short: bool) -> Callable[[Row], str]:
+    def text(row: Row) -> str:
+        if row.score is None:
+            return "-"
+        return f"{row.score:.3g}" if short else f"{row.score_name} {row.score:.4g}"
+
+    return text
 
 
-def _params_text(params: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in params.items())
+def _agreement_text(row: Row) -> str:
+    return "ref" if row.is_reference else (row.agreement.text if row.agreement else "-")
 
 
-def rich_table(rows: list[Row], title: str = "") -> Table:
-    """The table as a rich ``Table`` (the terminal shows it in colour)."""
-    from rich.markup import escape
-    from rich.table import Table
+def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
+    """The comparison table's columns, in order, with what each may give up to fit a width
+    (:mod:`accelml.report.layout`): compact forms first (times without their spread, the
+    score without its name), then constant columns go to the legend, then algorithm and
+    dataset names are abbreviated (with a legend), predict time and score are dropped,
+    backends are abbreviated, and last fit time and agreement are dropped. Algorithm,
+    dataset, backend, speed-up and status are never dropped.
 
-    show_params = _varying_params(rows)
-    show_strategy = any(row.strategy for row in rows)
-    show_epoch = any(row.epoch is not None for row in rows)
-    table = Table(title=title or None, show_lines=False, header_style="bold")
-    for name in ("algorithm", "dataset", "backend", "device"):
-        # a backend's name is short and is what a reader scans for: never cut it
-        table.add_column(name, justify="left", no_wrap=name == "backend")
-    table.add_column("workers", justify="right")
-    if show_strategy:
-        table.add_column("strategy")
-    if show_params:
-        table.add_column("params", overflow="fold")
-    show_fit = any(row.fit is not None for row in rows) or not show_epoch
-    show_predict = any(row.predict is not None for row in rows) or not show_epoch
-    if show_fit:
-        table.add_column("fit median (IQR)", justify="right", no_wrap=True)
-    if show_predict:
-        table.add_column("predict median (IQR)", justify="right", no_wrap=True)
-    if show_epoch:
-        table.add_column("epoch median (IQR)", justify="right", no_wrap=True)
-    columns = [column for column in RESULT_COLUMNS if column.shown(rows)]
-    for column in columns:
-        table.add_column(column.heading, justify="left" if column.justify == "left" else "right",
-                         overflow="fold")
-    for name in ("score", "agreement", "status"):
-        table.add_column(name, justify="right" if name != "status" else "left",
-                         overflow="fold")
-    notes = table_notes(rows)
-    for row in rows:
-        cells = [row.algorithm, row.dataset, row.backend, row.device, str(row.workers)]
-        if show_strategy:
-            cells.append(row.strategy or "-")
-        if show_params:
-            cells.append(_params_text(row.params))
-        if show_fit:
-            cells.append(row.fit.text() if row.fit else "-")
-        if show_predict:
-            cells.append(row.predict.text() if row.predict else "-")
-        if show_epoch:
-            cells.append(row.epoch.text() if row.epoch else "-")
-        score = "-" if row.score is None else f"{row.score_name} {row.score:.4g}"
-        match = "ref" if row.is_reference else (row.agreement.text if row.agreement else "-")
-        status = _status_text(row, notes.get(row.case_id, (None,))[0])
-        style = None if row.status == "ok" else "red"
-        cells += [column.text(row) for column in columns] + [score, match, status]
-        table.add_row(*(escape(cell) for cell in cells), style=style)
-    return table
+    A new column is one more entry here (``applies`` says when the table has it)."""
+    notes = {case_id: number for case_id, (number, _) in table_notes(list(rows)).items()}
+    with_epoch = any(row.epoch is not None for row in rows)
+    varying = varying_param_names(rows) if _varying_params(rows) else ()
+    right = "right"
+    return [
+        Column((Form("algorithm", lambda row: row.algorithm),), abbreviate_rank=40, min_width=12),
+        Column((Form("dataset", lambda row: row.dataset),), abbreviate_rank=42, min_width=8),
+        Column((Form("backend", lambda row: row.backend),), abbreviate_rank=64, min_width=7),
+        Column((Form("device", lambda row: row.device),), constant_rank=5, abbreviate_rank=46,
+               min_width=4),
+        Column((Form("workers", lambda row: str(row.workers)),), justify=right, constant_rank=5),
+        Column((Form("strategy", lambda row: row.strategy or "-"),), constant_rank=5,
+               abbreviate_rank=46, min_width=7, applies=lambda rows: any(r.strategy for r in rows)),
+        Column((Form("params", lambda row: _params_text(row.params, varying)),),
+               abbreviate_rank=48, min_width=10, applies=lambda rows: bool(varying)),
+        *(Column((Form(f"{phase} median (IQR)", _timing(phase, False)),
+                  Form(phase, _timing(phase, True))), justify=right, compact_rank=rank,
+                 drop_rank=drop, min_width=6, applies=applies)
+          for phase, rank, drop, applies in (
+              ("fit", 12, 75, lambda rows: any(r.fit is not None for r in rows) or not with_epoch),
+              ("predict", 10, 60,
+               lambda rows: any(r.predict is not None for r in rows) or not with_epoch),
+              ("epoch", 12, 75, lambda rows: with_epoch))),
+        Column((Form("speedup", _speedup_text), Form("speedup", _short_speedup)), justify=right,
+               compact_rank=20),
+        Column((Form("other phases", _other_phases_text), Form("other", _other_phases_short)),
+               justify=right, compact_rank=18, drop_rank=58,
+               applies=lambda rows: any(not r.is_reference and len(r.phase_speedups) > 1
+                                        for r in rows)),
+        Column((Form("iterations", _iterations_text),), justify=right, drop_rank=56,
+               applies=lambda rows: any(r.iterations is not None for r in rows)),
+        Column((Form("ranks", ranks_text),), justify=right, drop_rank=66,
+               applies=lambda rows: any(r.ranks_identical is not None for r in rows)),
+        Column((Form("score", _score(False)), Form("score", _score(True))), justify=right,
+               compact_rank=14, drop_rank=62),
+        Column((Form("agreement", _agreement_text),), justify=right, drop_rank=80),
+        Column((Form("status", lambda row: _status_text(row, notes.get(row.case_id))),
+                Form("status", lambda row: _short_status(row, notes.get(row.case_id)))),
+               compact_rank=25),
+    ]
+
+
+def varying_param_names(rows: Sequence[Row]) -> tuple[str, ...]:
+    """The parameter names whose value is not the same in every row."""
+    names = sorted({name for row in rows for name in row.params})
+    return tuple(name for name in names
+                 if len({repr(row.params.get(name, "<unset>")) for row in rows}) > 1)
+
+
+def fit_table(rows: Sequence[Row], width: int | None = None) -> Layout:
+    """The table laid out at most ``width`` wide (None: its natural width)."""
+    return fit(table_columns(rows), rows, width)
+
+
+def rich_table(rows: list[Row], title: str = "", width: int | None = None) -> Table:
+    """The table as a rich ``Table`` that fits ``width`` (the terminal shows it in colour);
+    :func:`legend` with the same width says what was abbreviated or left out."""
+    return layout_table(fit_table(rows, width), title, row_styles(rows))
+
+
+def row_styles(rows: Sequence[Row]) -> list[str | None]:
+    """The colour of each row on a terminal: failed cases red."""
+    return [None if row.status == "ok" else "red" for row in rows]
 
 
 def render_text(rows: list[Row], title: str = "", width: int | None = None) -> str:
-    """The table as plain text (no colour), e.g. for ``Comparison.table()``."""
-    from rich.console import Console
-
-    console = Console(width=width or 160, record=True, color_system=None, file=io.StringIO())
-    console.print(rich_table(rows, title))
-    footer = legend(rows)
-    if footer:
-        console.print(footer)
-    return console.export_text()
+    """The table as plain text (no colour) at most ``width`` wide (None: its natural
+    width), with its legend, e.g. for ``Comparison.table()``."""
+    layout = fit_table(rows, width)
+    text = render(layout, title)
+    return "\n".join([text, *wrap_lines(legend(rows, width).splitlines(), width)]) if rows \
+        else text
 
 
 def failure_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:
@@ -402,29 +444,31 @@ def table_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:
     return notes
 
 
-def legend(rows: list[Row]) -> str:
-    """What the table's marks mean, then one numbered line per failure or different optimum
-    with its reason."""
-    from rich.markup import escape
-
-    notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"]
-    speedup_note = ("speedup: reference median / case median, main phase first, other phases "
-                    "beside it, (interval) from the medians' confidence intervals")
+def legend(rows: list[Row], width: int | None = None) -> str:
+    """What the table's marks mean, what was abbreviated or left out at ``width``, then one
+    numbered line per failure or different optimum with its reason (plain text: print it
+    with markup off)."""
+    layout = fit_table(rows, width)
+    spread = any("(IQR)" in heading for heading in layout.headings)
+    notes = ["times: median (interquartile range) over n counted repeats, warm-up excluded"
+             if spread else "times: median over the counted repeats, warm-up excluded "
+             "(spread and n at a wider width)"]
     if any(row.noisy for row in rows):
         notes.append("~ / noisy: the median's confidence interval stayed wider than the target")
     if any(row.oversubscribed for row in rows):
         notes.append("oversubscribed: more ranks than cores (oversubscribe = true); its times "
                      "measure sharing, not scaling")
     if any(row.phase_speedups for row in rows):
-        notes.append(speedup_note)
+        notes.append("speedup: reference median / case median, main phase first, other phases "
+                     "beside it, (interval) from the medians' confidence intervals")
     if any(row.iterations is not None for row in rows):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
     if any(row.warmup_note for row in rows):
         notes.append("a phase whose first run took seconds counted it instead of warming up")
-    lines = ["; ".join(notes[:2])] + notes[2:]
+    lines = ["; ".join(notes[:2]), *notes[2:], *layout.legend]
     for case_id, (number, reason) in table_notes(rows).items():
         lines.append(f"[{number}] {case_id}: {reason}")
-    return escape("\n".join(lines))
+    return "\n".join(lines)
 
 
 def json_clean(value: Any) -> Any:

@@ -33,3 +33,13 @@ def test_the_case_process_loads_only_its_own_command():
     assert "accelml.cli.run_case" in modules and "accelml.runner.worker" in modules
     assert not {"accelml.cli.compare", "accelml.cli.report", "accelml.report.render",
                 "accelml.compare", "matplotlib"} & modules
+
+
+def test_backends_lists_without_loading_a_framework():
+    """``backends`` finds libraries through package metadata; ``--import`` is what loads them."""
+    assert not imported_by("backends") & set(FRAMEWORKS)
+
+
+@pytest.mark.parametrize("argv", [["runs", "--help"], ["export", "--help"]])
+def test_runs_and_export_load_no_framework(argv):
+    assert not imported_by(*argv) & set(FRAMEWORKS)

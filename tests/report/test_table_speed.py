@@ -72,3 +72,63 @@ def test_a_failed_one_worker_case_is_no_baseline():
                         strategy="horovod", failure=FailureKind.ERROR, reason="boom")
     found = scaling([failed, _epochs("h2", 2, "horovod", 4.0)])
     assert "h2" not in found
+
+
+def _widest(text):
+    return max(len(line) for line in text.splitlines())
+
+
+def test_a_narrow_table_keeps_failures_and_scaling_readable(tmp_path):
+    """At 60 columns: a failed row still says failed with its note number (the reason in the
+    legend); data-parallel rows keep workers and strategy, which tell them apart."""
+    store = ResultsStore(tmp_path)
+    rows = build_rows(store, [_ok("a", dataset="breast_cancer_wisconsin"),
+                              _failed("b", "sklearnex", dataset="breast_cancer_wisconsin")],
+                      "sklearn")
+    text = render_text(rows, width=60)
+    assert _widest(text) <= 60, text
+    assert "failed [1]" in text and "[1] b: ValueError: boom" in text
+    results = [_epochs(f"{strategy}{workers}", workers, strategy, 4.0 / workers)
+               for strategy in ("horovod", "mirrored") for workers in (1, 2, 4)]
+    text = render_text(build_rows(store, results, "keras"), width=60)
+    assert _widest(text) <= 60, text
+    short = dict(line.removeprefix("strategy: ").split(" = ")
+                 for line in text.splitlines() if line.startswith("strategy: "))
+    body = [line.split() for line in text.splitlines() if line.startswith("mlp")]
+    assert [(cells[3], short.get(cells[4], cells[4])) for cells in body] == [
+        (str(w), s) for s in ("horovod", "mirrored") for w in (1, 2, 4)]
+    assert "device: cpu (every row)" in text
+
+
+def test_matrix_rows_that_differ_only_by_dataset_or_parameters_stay_distinct():
+    """The matrix shows what tells its rows apart: a dataset or parameter that differs is
+    in every row, what all rows share goes under the table, at 80 columns as at 200."""
+    from accelml.cases import Expectation
+    from accelml.report.measure import measures
+    from accelml.report.repro import MatrixRow, case_ref, format_rows
+
+    def case(backend, dataset, clusters):
+        return CaseResult("r", f"{backend}{dataset}{clusters}", "kmeans", backend, "cpu",
+                          dataset, "ok", params=(("n_clusters", clusters), ("n_init", 1),
+                                                 ("random_state", 0)))
+
+    rows = [MatrixRow("cross-backend", case_ref(case("sklearn", dataset, clusters)),
+                      case_ref(case("sklearnex", dataset, clusters)), None, (),
+                      Expectation(False, "different implementations"), False)
+            for dataset in ("generated_blobs_100k_seed0", "generated_blobs_1m_seed0")
+            for clusters in (8, 64)]
+    for width in (80, 200):
+        text = format_rows(rows, measures(), width)
+        assert _widest(text) <= width, text
+        body: list[str] = []     # a row, its wrapped lines joined
+        for line in text.splitlines()[2:]:
+            if line.startswith(("cross-backend", "backend")):
+                body.append(line)
+            elif line.startswith(" ") and body and not line.lstrip().startswith("-"):
+                body[-1] += " " + line.strip()
+            else:
+                break
+        assert len(body) == 4 and len(set(body)) == 4, text
+        assert [("100k" in line, "n_clusters=64" in line) for line in body] == [
+            (True, False), (True, True), (False, False), (False, True)], text
+        assert "every case: kmeans cpu x1 n_init=1 random_state=0" in text
