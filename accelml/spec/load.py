@@ -457,7 +457,7 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:
     """Validate [cluster] with the executors' own settings loader."""
     try:
-        load_cluster_settings(spec_table=table)
+        load_cluster_settings(spec_table=table, site=False)
     except SpecError as error:
         raise spec.error("cluster", str(error)) from None
     except (TypeError, ValueError) as error:

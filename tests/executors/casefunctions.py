@@ -59,3 +59,14 @@ def start_ranks(ranks):
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     lines = sorted(line.split() for line in out.stdout.splitlines() if line.strip())
     return {"launcher": launcher, "ranks": [rank for rank, _ in lines], "jobs": [job for _, job in lines]}
+
+
+def job_facts(label):
+    """The time limit SLURM gave this call's job, and what the job's prologue exported."""
+    import os
+    import subprocess
+
+    job = os.environ.get("SLURM_JOB_ID")
+    shown = subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout
+    limit = next((part.split("=", 1)[1] for part in shown.split() if part.startswith("TimeLimit=")), None)
+    return {"label": label, "time_limit": limit, "site_prologue": os.environ.get("ACCELML_SITE_PROLOGUE")}
