@@ -28,6 +28,7 @@ unknown backend 'sklearnx' (did you mean 'sklearnex'?)
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -313,14 +314,55 @@ def check_device(backend: Backend, device: object) -> str:
 
 
 def translate(algorithm: Algorithm, backend: Backend, implementation: Implementation,
-              params: Mapping[str, object], device: str) -> dict[str, object]:
-    """The library keyword arguments for accelml ``params`` (errors say what cannot be honoured)."""
+              params: Mapping[str, object], device: str,
+              library_params: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The library keyword arguments for accelml ``params`` (errors say what cannot be honoured),
+    and ``library_params``: the library's own parameters without an accelml name (XGBoost's
+    ``subsample``), checked against the library class's parameters when it is installed.
+
+    >>> from accelml.estimators import BACKENDS
+    >>> xgb = BACKENDS.get("xgboost")
+    >>> gb = get_algorithm("gradient_boosting_classifier")
+    >>> translate(gb, xgb, xgb.implementations[gb.name], {}, "cpu", {"subsample": 0.5})["subsample"]
+    0.5
+    >>> translate(gb, xgb, xgb.implementations[gb.name], {}, "cpu", {"subsampel": 0.5})
+    Traceback (most recent call last):
+    accelml.estimators._registry.InvalidChoiceError: unknown parameter of xgboost:XGBClassifier 'subsampel' ...
+    """
     kwargs: dict[str, object] = dict(implementation.fixed)
     for param in algorithm.params:
         value = params.get(param.name, param.default)
         kwargs.update(implementation.params[param.name].translate(param, value, backend.name))
     kwargs.update(backend.device_kwargs(device))
+    if library_params:
+        names = library_parameter_names(implementation)
+        for name in library_params:
+            if names is not None and name not in names:
+                raise InvalidChoiceError(unknown_choice(f"parameter of {implementation.estimator}", name,
+                                                        sorted(names)))
+            if name in kwargs:
+                raise InvalidChoiceError(f"{backend.name} parameter {name!r} is set by accelml (from the "
+                                         f"{algorithm.name} parameters or the device); set it there")
+        kwargs.update(library_params)
     return kwargs
+
+
+def library_parameter_names(implementation: Implementation) -> frozenset[str] | None:
+    """The keyword parameters the library's class takes (its ``get_params()`` keys; else its
+    constructors' named parameters), or None when the library is not installed here."""
+    try:
+        library_class = implementation.estimator_class()
+    except ImportError:
+        return None
+    if callable(getattr(library_class, "get_params", None)):
+        try:
+            return frozenset(library_class().get_params(deep=False))
+        except (TypeError, ValueError):
+            pass
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(parameter.name for owner in library_class.__mro__ if "__init__" in vars(owner)
+                     for parameter in inspect.signature(vars(owner)["__init__"]).parameters.values()
+                     if parameter.kind in kinds and parameter.name != "self")
 
 
 # ---------------------------------------------------------------- what there is

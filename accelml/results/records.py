@@ -57,7 +57,7 @@ from datetime import UTC, datetime
 from enum import Enum
 
 from accelml.cases import Case, JSONScalar, canonical_json
-from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 1
 
@@ -383,6 +383,7 @@ class CaseResult(JSONRecord):
     workers: int = 1
     strategy: str | None = None
     params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
+    library_params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OPTIONAL_OBJECT)
     failure: FailureKind = FailureKind.NONE
     reason: str = ""
     timings: tuple[PhaseTiming, ...] = ()
@@ -438,7 +439,8 @@ class CaseResult(JSONRecord):
         return cls(
             run_id=run_id, case_id=case.case_id, algorithm=case.algorithm, backend=case.backend,
             device=case.device, dataset=case.dataset.name, workers=case.workers,
-            strategy=case.strategy, params=case.params, status=cls.FAILED, failure=failure,
+            strategy=case.strategy, params=case.params, library_params=case.library_params,
+            status=cls.FAILED, failure=failure,
             reason=lines[0].strip() if lines else "", timings=timings,
             peak_host_memory_bytes=peak_host_memory_bytes, threads=threads,
             environment=environment, started_at=started_at, finished_at=utc_now(),

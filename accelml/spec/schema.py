@@ -78,6 +78,8 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "dataset": ((str, list), "a dataset name or a list of them"),
     "params": ((dict,), "a table of fixed parameters"),
     "grid": ((dict,), "a table of parameter name = [values] (every combination runs)"),
+    "backend_params": ((dict,), "a table backend = {library parameter = value}, the library's own "
+                       "parameters without an accelml name, e.g. {xgboost = {subsample = 0.8}}"),
     "repeats": EXPERIMENT_KEYS["repeats"],
     "warmup": EXPERIMENT_KEYS["warmup"],
     "time_limit": EXPERIMENT_KEYS["time_limit"],
