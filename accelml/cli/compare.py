@@ -5,6 +5,8 @@ minute on 2 cores). Every case runs in its own process, one at a time unless ``-
 says otherwise; each finished case is stored at once in ``--results-dir``, so an interrupted
 run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks. Exit code 0 when
 every case succeeded, 1 when any failed (the table says which and why), 2 for a bad spec.
+With ``--only-available``, cases this machine cannot run (GPU cases on a CPU-only runner)
+are listed as skipped and do not make it 1 (:mod:`accelml.cli.availability`).
 
 After the table comes the agreement matrix (:func:`accelml.report.repro.agreement_matrix`):
 run-to-run identity of each case's repeats, and agreement across backends, devices and
@@ -32,6 +34,7 @@ from rich.progress import (
 )
 
 from accelml.cases import Experiment
+from accelml.cli.availability import add_only_available, split_unavailable
 from accelml.compare import Comparison, plan_run, run_experiment
 from accelml.executors import ensure_available
 from accelml.executors.arguments import (
@@ -69,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run in deterministic mode: seeds filled in where unset (changes "
                              "those case ids), TF op determinism, Horovod fusion off, "
                              "PYTHONHASHSEED (as the spec's deterministic = true)")
+    add_only_available(parser)
     add_cluster_arguments(parser)   # --cluster, --jobs, --cluster-config and job resources
 
 
@@ -157,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
         out.print(legend(rows))
         out.print()
         out.print(escape(matrix.format()), soft_wrap=True)
-    failed = comparison.failed
+    failed, skipped = split_unavailable(comparison.results, only_available=args.only_available)
+    if skipped:
+        err.print(f"accelml compare: {len(skipped)} case(s) skipped, unavailable on this machine "
+                  "(--only-available): " + ", ".join(f"{r.backend}/{r.device}" for r in skipped))
     if failed:
         err.print(f"accelml compare: {len(failed)} of {len(comparison.results)} case(s) failed:")
         for result in failed:
