@@ -5,13 +5,17 @@
 from __future__ import annotations
 
 import json
+import shlex
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 
 import pytest
+import yaml
 
-from accelml.cli import main
+from accelml.cli import build_parser, main
 from accelml.probe import probe_gpus
 
+REPO = Path(__file__).resolve().parents[2]
 SPEC = """
 name = "mixed"
 reference = "sklearn"
@@ -91,3 +95,14 @@ def test_compare_exit_code_with_and_without_only_available(gpu_baseline_on_a_cpu
     assert main(arguments) == 1
     assert main([*arguments, "--only-available"]) == 0
     assert "1 case(s) skipped, unavailable on this machine" in capsys.readouterr().err
+
+
+def test_the_github_actions_example_runs_a_check_command_accelml_accepts():
+    workflow = yaml.safe_load((REPO / "docs" / "github-actions-check.yml").read_text())
+    steps = workflow["jobs"]["reproducibility"]["steps"]
+    [command] = [step["run"] for step in steps if "accelml check" in step.get("run", "")]
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "accelml"]
+    args = build_parser("check").parse_args(words[3:])
+    assert args.junit == "accelml-check.xml" and args.only_available and args.baseline
+    assert any('pip install ".[intel,xgboost]"' in step.get("run", "") for step in steps)
