@@ -272,7 +272,7 @@ def render_html(report: RunReport) -> str:
     return template.render(
         css=Markup(css), csp=CONTENT_SECURITY_POLICY, version=__version__,
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        run=run, reference=report.reference, stored=len(report.results),
+        run=run, description=run.description, reference=report.reference, stored=len(report.results),
         ok_count=sum(1 for r in report.results if r.ok),
         failed=failed, missing=report.missing,
         speedups=_speedup_cards(report),

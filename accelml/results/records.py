@@ -51,6 +51,7 @@ import hashlib
 import json
 import math
 import statistics
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -515,6 +516,19 @@ class RunRecord(JSONRecord):
     RUNNING = "running"
     FINISHED = "finished"
     INTERRUPTED = "interrupted"
+
+    @property
+    def description(self) -> str:
+        """The spec's ``description`` (read from the stored spec text; empty when it has none).
+
+        >>> RunRecord("r", "s", "h", 'description = "CPU vs GPU"').description
+        'CPU vs GPU'
+        """
+        try:
+            value = tomllib.loads(self.spec_text).get("description", "")
+        except tomllib.TOMLDecodeError:
+            return ""
+        return value if isinstance(value, str) else ""
 
     @property
     def env_hash(self) -> str | None:
