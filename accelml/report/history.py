@@ -18,14 +18,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelml import __version__
 from accelml.errors import AccelmlError
 from accelml.report import plots
-from accelml.report.html import CONTENT_SECURITY_POLICY
+from accelml.report.html import CONTENT_SECURITY_POLICY, page_template
 from accelml.report.labels import case_label, varying_params
 from accelml.report.table import build_rows
 from accelml.results.records import CaseResult, RunRecord
@@ -141,13 +140,9 @@ def history_figure(history: History) -> Figure:
 
 def render_history_html(history: History) -> str:
     """The history page as one string."""
-    import jinja2
     from markupsafe import Markup
 
-    package = resources.files("accelml.report")
-    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
-                                     trim_blocks=True, lstrip_blocks=True)
-    template = environment.from_string(package.joinpath("history.html").read_text(encoding="utf-8"))
+    template, css = page_template("history.html")
     rows: list[dict[str, Any]] = []
     for case_id, label in history.cases:
         cells = []
@@ -160,8 +155,8 @@ def render_history_html(history: History) -> str:
                 "faster": cell.speedup is not None and cell.speedup >= 1 and not cell.reference})
         rows.append({"case_id": case_id, "label": label, "cells": cells})
     return template.render(
-        css=Markup(package.joinpath("report.css").read_text(encoding="utf-8")),
-        csp=CONTENT_SECURITY_POLICY, version=__version__,
+        css=Markup(css), csp=CONTENT_SECURITY_POLICY, version=__version__,
+        title=f"accelml history: {history.spec_name}",
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), history=history, rows=rows,
         figure=Markup(plots.figure_svg(history_figure(history))))
 
