@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 JSONScalar = str | int | float | bool | None
 
@@ -127,6 +127,8 @@ class Case(JSONRecord):
     strategy: str | None = None
     params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
     repeats: RepeatPolicy = field(default_factory=RepeatPolicy)
+    library_params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OPTIONAL_OBJECT)
+    """The library's own parameters for this backend (``backend_params`` in a spec)."""
     time_limit_s: float = 600.0
     memory_limit_mb: int | None = None
     threads: int | None = None
@@ -134,7 +136,9 @@ class Case(JSONRecord):
 
     @property
     def identity(self) -> dict[str, JSONValue]:
-        return {
+        """What defines the case (``library_params`` only when there are some: the ids of
+        cases without them are those they always had)."""
+        identity: dict[str, JSONValue] = {
             "algorithm": self.algorithm,
             "backend": self.backend,
             "device": self.device,
@@ -143,6 +147,9 @@ class Case(JSONRecord):
             "dataset": self.dataset.identity,
             "params": dict(self.params),
         }
+        if self.library_params:
+            identity["library_params"] = dict(self.library_params)
+        return identity
 
     @property
     def case_id(self) -> str:
@@ -165,7 +172,7 @@ class Case(JSONRecord):
 
     @property
     def label(self) -> str:
-        extra = ", ".join(f"{k}={v}" for k, v in self.params)
+        extra = ", ".join(f"{k}={v}" for k, v in self.params + self.library_params)
         workers = f" x{self.workers}" if self.workers != 1 else ""
         return (f"{self.algorithm}/{self.backend}/{self.device}{workers} on {self.dataset.name}"
                 + (f" ({extra})" if extra else ""))

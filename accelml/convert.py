@@ -47,6 +47,8 @@ D = TypeVar("D", bound="DataclassInstance")
 
 OBJECT = {"json": "object"}
 """Field metadata: write this tuple of ``(str, value)`` pairs as a JSON object."""
+OPTIONAL_OBJECT = {"json": "object", "omit_empty": True}
+"""As :data:`OBJECT`, left out when empty: a field added later keeps older records' data as it was."""
 
 
 class JSONRecord:
@@ -81,6 +83,8 @@ def to_object(record: DataclassInstance) -> dict[str, JSONValue]:
     data: dict[str, JSONValue] = {}
     for spec in dataclasses.fields(record):
         item = getattr(record, spec.name)
+        if spec.metadata.get("omit_empty") and not item:
+            continue
         if spec.metadata.get("json") == "object":
             data[spec.name] = {str(key): to_data(entry) for key, entry in item}
         else:

@@ -9,6 +9,9 @@ them; none of them imports TensorFlow, JAX or torch.
 
 >>> build_parser("backends").parse_args(["backends"]).command
 'backends'
+>>> main(["--version"])
+Traceback (most recent call last):
+SystemExit: 0
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from accelml import __version__
 from accelml.errors import AccelmlError
 
 COMMAND_MODULES = {
@@ -54,6 +58,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="How much faster is it on another backend, device or scale, "
         "and is the answer still the same?",
     )
+    parser.add_argument("--version", action="version", version=f"accelml {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMAND_MODULES.items():
         if command is not None and name != command:

@@ -5,9 +5,14 @@ It runs the spec (as ``compare`` does, into ``--results-dir``), or reads a store
 (label agreement, max |diff|), deep-learning loss/accuracy and rank agreement, and whether
 repeats that should be bitwise identical were. Exit codes:
 
-  0  every case is within tolerance of the baseline
-  1  something drifted: a table names the case, the metric and by how much
+  0  every case is within tolerance of the baseline (with ``--only-available``: every case
+     this machine can run; the others are listed as skipped)
+  1  something drifted: a table names the case, the metric and by how much (a case that
+     failed, also one whose backend or device is unavailable here unless ``--only-available``)
   2  bad input: a spec or baseline that does not parse, an unknown run, missing arguments
+
+``--junit FILE`` also writes the outcome as JUnit XML for the CI's test report: one test per
+baseline case, a failure per drifted metric, skipped for a case unavailable here.
 
 ``--update-baseline`` writes the baseline from the run instead (keeping the tolerances an
 existing baseline file has), and exits 0. The baseline is indented JSON, for review in a PR.
@@ -32,6 +37,7 @@ import sys
 from pathlib import Path
 
 from accelml.cases import Experiment
+from accelml.cli.availability import add_only_available
 from accelml.compare import run_experiment
 from accelml.errors import SpecError
 from accelml.executors.arguments import non_negative_int, positive_int
@@ -74,6 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help="dataset cache directory")
     parser.add_argument("--json", action="store_true",
                         help="print the check's outcome as JSON instead of the table")
+    add_ci_arguments(parser)
+
+
+def add_ci_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--junit FILE`` and ``--only-available``."""
+    parser.add_argument("--junit", default=None, metavar="FILE",
+                        help="also write the outcome as JUnit XML (one test per baseline case)")
+    add_only_available(parser)
 
 
 def _run_spec(args: argparse.Namespace, experiment: Experiment, store: ResultsStore) -> str:
@@ -118,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"accelml check: wrote {baseline_path} from run {run_id}: {len(made.cases)} case(s)"
               + (f", {len(failed)} of them failed (they are kept as failed)" if failed else ""))
         return 0
-    report = check_run(store, run_id, against)
+    report = check_run(store, run_id, against, skip_unavailable=args.only_available)
+    if args.junit:
+        Path(args.junit).write_text(report.to_junit())
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, default=str))
     else:

@@ -7,6 +7,8 @@ run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks (``--retr
 and those that failed for a reason that may not recur). Exit code 0 when every case
 succeeded, 1 when any failed (the table says which and why), 2 for a bad spec (more ranks
 than this machine has cores, unless the case says ``oversubscribe = true``, included).
+With ``--only-available``, cases this machine cannot run (GPU cases on a CPU-only runner)
+are listed as skipped and do not make it 1 (:mod:`accelml.cli.availability`).
 SIGINT, SIGTERM and SIGHUP stop the run as Ctrl-C does: it is marked interrupted, the
 cases running here end with their launchers and ranks, and it exits 128 + the signal.
 Another accelml run active on this machine is warned about (the timings share its cores).
@@ -36,6 +38,7 @@ from rich.progress import (
 )
 
 from accelml.cases import Experiment
+from accelml.cli.availability import add_only_available, split_unavailable
 from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
 from accelml.compare import (
     RESUME_SETTINGS_NOTE,
@@ -90,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-pickle-data", action="store_true",
                         help="let cases read pickled data (CIFAR batches) outside Keras's own "
                              "cache (~/.keras/datasets); unpickling a file can run its code")
+    add_only_available(parser)
     add_cluster_arguments(parser)   # --cluster, --jobs, --cluster-config and job resources
 
 
@@ -201,7 +205,11 @@ def run(args: argparse.Namespace) -> int:
         out.print(legend(rows, width), markup=False)
         out.print()
         out.print(matrix.format(width), markup=False)
-    failed = comparison.failed
+    failed, skipped = split_unavailable(comparison.results, only_available=args.only_available)
+    if skipped:
+        err.print(f"accelml compare: {len(skipped)} case(s) skipped, unavailable on this machine "
+                  "(--only-available): " + ", ".join(f"{r.backend}/{r.device}" for r in skipped),
+                  markup=False)
     if failed:
         err.print(f"accelml compare: {len(failed)} of {len(comparison.results)} case(s) failed:")
         for result in failed:

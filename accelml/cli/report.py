@@ -4,7 +4,9 @@ RUN_ID is a run id, a unique prefix of one, or ``latest``. Everything comes from
 store; nothing is run. ``--html`` writes one self-contained page (inline SVG figures, no
 script, nothing fetched), ``--plots DIR`` each figure as PNG (or SVG), ``--csv`` / ``--json``
 the table, and ``--against OTHER_RUN`` puts a second run beside this one (the time ratio of
-each case, and the environment fields that differ).
+each case, and the environment fields that differ). ``--history SPEC_NAME`` shows every run of
+one spec over time instead (:mod:`accelml.report.history`): each case's speed-up and
+agreement per run, as text or, with ``--html``, as a page with a chart.
 
 Exit code 0 when the report was written, 2 when a run cannot be found or its store read
 (a damaged store is one line naming the file and what is wrong).
@@ -21,8 +23,10 @@ from typing import TypeVar
 
 from accelml.cli.output import stderr_console, stdout_console, table_width
 from accelml.errors import AccelmlError
+from accelml.report.history import spec_history, write_history_html
 from accelml.report.html import write_html
 from accelml.report.render import load_report
+from accelml.report.runs import open_store
 
 T = TypeVar("T")
 
@@ -53,6 +57,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "('-' for standard output)")
     parser.add_argument("--quiet", action="store_true",
                         help="print only the paths written, not the report")
+    add_history_arguments(parser)
+
+
+def add_history_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--history", default=None, metavar="SPEC_NAME",
+                        help="every run of this spec over time: speed-up and agreement per case "
+                             "(text, or a page with --html)")
+
+
+def _history(args: argparse.Namespace) -> int:
+    history = spec_history(open_store(args.results_dir), args.history, args.reference)
+    if args.html:
+        path = write_history_html(history, args.html)
+        stderr_console().print(f"accelml report: wrote history {path}", markup=False)
+    if not args.quiet:
+        print(history.text())
+    return 0
 
 
 def _writable(path: str, what: str, directory: bool = False) -> None:
@@ -83,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     for path, what, directory in outputs:
         if path:
             _writable(path, what, directory)
+    if args.history is not None:
+        return _history(args)
     report = load_report(args.run_id, args.results_dir, reference=args.reference,
                          against=args.against, against_dir=args.against_dir)
     written: list[tuple[str, Path]] = []

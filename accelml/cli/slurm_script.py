@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
     experiment = load_spec(args.spec)
     settings = settings_from_args(args, experiment)
     scheduler = previewed_scheduler(settings)
+    if scheduler.name != settings.kind:  # e.g. local: the site's config of the previewed scheduler applies
+        args.cluster = scheduler.name
+        settings = settings_from_args(args, experiment)
     if args.batch:
         print(batch_preview(scheduler, args.spec, experiment, settings), end="")
     else:

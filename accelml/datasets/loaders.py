@@ -19,6 +19,7 @@ This module owns the names each source offers: :data:`GENERATORS`, :data:`SHIPPE
 
 from __future__ import annotations
 
+import csv
 import gzip
 import os
 import pickle
@@ -155,9 +156,59 @@ def _frame_to_arrays(frame: Any, target: str | None, where: str) -> tuple[np.nda
     return X, y
 
 
+def file_problem(path: str, *, target: str | None = None, x_key: str = "X", y_key: str | None = None
+                 ) -> tuple[str, str] | None:
+    """``(key, what is wrong)`` when ``path`` lacks the ``target`` column (``.csv``, ``.parquet``)
+    or the ``x_key``/``y_key`` arrays (``.npz``) a spec names; read without loading the data.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "d.csv").write_text("a,b,species\\n1,2,setosa\\n")
+    >>> file_problem(str(folder / "d.csv"), target="Species")
+    ('target', "no column 'Species'; columns: a, b, species")
+    """
+    file = Path(path)
+    suffix = file.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(file, allow_pickle=False) as archive:
+                names = tuple(archive.files)
+            for key, name in (("x_key", x_key), ("y_key", y_key)):
+                if name is not None and name not in names:
+                    return key, f"no array {name!r}; arrays: {', '.join(names)}"
+            return None
+        if suffix == ".csv":
+            with open(file, newline="") as handle:
+                columns = tuple(next(csv.reader(handle), []))
+        elif suffix == ".parquet":
+            import pyarrow.parquet
+
+            columns = tuple(pyarrow.parquet.read_schema(file).names)
+        else:
+            return None
+    except (OSError, ValueError) as error:
+        return "path", f"cannot read {file}: {error}"
+    if target is not None and target not in columns:
+        return "target", f"no column {target!r}; columns: {', '.join(columns[:20])}"
+    return None
+
+
+def class_codes(y: np.ndarray) -> np.ndarray:
+    """String (or boolean) labels as class codes 0..k-1 in sorted label order, as
+    ``pandas.Categorical`` numbers a CSV's text column; other labels unchanged.
+
+    >>> class_codes(np.array(["b", "a", "b"])).tolist()
+    [1, 0, 1]
+    """
+    if y.dtype.kind in "USb":
+        return np.unique(y, return_inverse=True)[1].astype(np.int64).reshape(y.shape)
+    return y
+
+
 def from_file(path: str, *, target: str | None = None, x_key: str = "X",
               y_key: str = "y") -> tuple[np.ndarray, np.ndarray | None]:
-    """``.npz`` (arrays ``x_key``/``y_key``), ``.csv`` or ``.parquet`` (``target`` column)."""
+    """``.npz`` (arrays ``x_key``/``y_key``), ``.csv`` or ``.parquet`` (``target`` column).
+    Text labels become class codes (:func:`class_codes`): a classification target."""
     file = Path(path)
     suffix = file.suffix.lower()
     try:
@@ -166,7 +217,7 @@ def from_file(path: str, *, target: str | None = None, x_key: str = "X",
                 if x_key not in archive:
                     raise AccelmlError(f"{file}: no array {x_key!r}; arrays: {', '.join(archive.files)}")
                 X = archive[x_key]
-                y = archive[y_key] if y_key in archive else None
+                y = class_codes(archive[y_key]) if y_key in archive else None
             return X, y
         import pandas as pd
 

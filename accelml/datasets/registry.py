@@ -195,7 +195,7 @@ def _load_raw(source: str, options: Mapping[str, Any]
 
 def _guess_task(y: np.ndarray) -> str:
     y = np.asarray(y)
-    if y.dtype.kind in "biuO" or (y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0)
+    if y.dtype.kind in "biuOUS" or (y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0)
                                   and len(np.unique(y)) <= max(20, int(len(y) ** 0.5))):
         return "classification"
     return "regression"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
@@ -35,7 +35,7 @@ from ._registry import (
 
 Resolved = tuple[Algorithm, Backend, Implementation]
 
-_OWN = ("algorithm", "backend", "device")
+_OWN = ("algorithm", "backend", "device", "library_params")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -114,7 +114,9 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
     ``algorithm``: a name from :func:`accelml.estimators.algorithms`; ``backend``: 'sklearn',
     'sklearnex', 'xgboost' (or any backend in ``BACKENDS``); ``device``: one the backend declares;
     ``params``: the algorithm's accelml parameters (see
-    :func:`accelml.estimators.parameter_table`), translated to the library at fit time.
+    :func:`accelml.estimators.parameter_table`), translated to the library at fit time;
+    ``library_params``: the library's own parameters that have no accelml name (XGBoost's
+    ``subsample``), passed as they are and checked against the library class's parameters.
 
     Names are checked when the estimator is built or ``set_params`` is called, so a typo fails
     at once (:class:`~accelml.errors.AccelmlError` listing the choices); whether the backend and
@@ -140,20 +142,23 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
     estimator_: object
     classes_: NDArray[Any]
 
-    def __init__(self, algorithm: str, backend: str = "sklearn", device: str = "cpu", **params: object) -> None:
+    def __init__(self, algorithm: str, backend: str = "sklearn", device: str = "cpu",
+                 library_params: Mapping[str, object] | None = None, **params: object) -> None:
         self.algorithm = algorithm
         self.backend = backend
         self.device = device
+        self.library_params = library_params
         self._params: dict[str, object] = dict(params)
-        self._resolved_for = ((algorithm, backend), self._validate(algorithm, backend, device, self._params)[0])
+        self._resolved_for = ((algorithm, backend),
+                              self._validate(algorithm, backend, device, self._params, library_params)[0])
 
     # ------------------------------------------------------------ parameters
 
     @staticmethod
-    def _validate(algorithm: object, backend: object, device: object,
-                  params: dict[str, object]) -> tuple[Resolved, str]:
+    def _validate(algorithm: object, backend: object, device: object, params: dict[str, object],
+                  library_params: Mapping[str, object] | None = None) -> tuple[Resolved, str]:
         """The records for ``algorithm`` and ``backend``, and ``device``, once all are checked."""
-        return check_params(algorithm, backend, device, params)
+        return check_params(algorithm, backend, device, params, library_params)
 
     def _resolved(self) -> Resolved:
         """The algorithm, backend record and implementation, looked up once per (algorithm,
@@ -173,11 +178,12 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
         return state
 
     def get_params(self, deep: bool = True) -> dict[str, object]:
-        """``algorithm``, ``backend``, ``device`` and every parameter of the algorithm."""
+        """``algorithm``, ``backend``, ``device``, ``library_params`` and every parameter of the algorithm."""
         return {
             "algorithm": self.algorithm,
             "backend": self.backend,
             "device": self.device,
+            "library_params": self.library_params,
             **get_algorithm(self.algorithm).defaults,
             **self._params,
         }
@@ -188,15 +194,19 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
         algorithm = own.get("algorithm", self.algorithm)
         backend = own.get("backend", self.backend)
         device = own.get("device", self.device)
+        library_params = own.get("library_params", self.library_params)
+        if library_params is not None and not isinstance(library_params, Mapping):
+            raise TypeError(f"library_params: expected a mapping, got {library_params!r}")
         explicit = dict(self._params)
         if algorithm != self.algorithm:
             # parameters left at the old algorithm's defaults do not carry over
             defaults = get_algorithm(self.algorithm).defaults
             explicit = {k: v for k, v in explicit.items() if not _equal(v, defaults.get(k, object()))}
         explicit.update(params)
-        resolved, checked_device = self._validate(algorithm, backend, device, explicit)
+        resolved, checked_device = self._validate(algorithm, backend, device, explicit, library_params)
         found, runner, _ = resolved
         self.algorithm, self.backend, self.device = found.name, runner.name, checked_device
+        self.library_params = library_params
         self._params = explicit
         self._resolved_for = ((found.name, runner.name), resolved)
         return self
@@ -208,6 +218,8 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
             parts.append(f"backend={self.backend!r}")
         if self.device != "cpu":
             parts.append(f"device={self.device!r}")
+        if self.library_params:
+            parts.append(f"library_params={dict(self.library_params)!r}")
         parts += [f"{k}={v!r}" for k, v in self._params.items() if not _equal(v, defaults.get(k, object()))]
         text = f"{type(self).__name__}({', '.join(parts)})"
         return text if len(text) <= N_CHAR_MAX else text[: N_CHAR_MAX - 3] + "..."
@@ -217,7 +229,7 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
         found, runner, implementation = self._resolved()
         try:
             prototype = implementation.estimator_class()(
-                **translate(found, runner, implementation, self._params, self.device))
+                **translate(found, runner, implementation, self._params, self.device, self.library_params))
             inner = get_tags(prototype)
         except (ImportError, AccelmlError):
             inner = None
@@ -280,7 +292,8 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
                     self.check_available()
                     raise
                 self._available_for = checked
-        return found, runner, implementation, translate(found, runner, implementation, self._params, self.device)
+        return found, runner, implementation, translate(found, runner, implementation, self._params, self.device,
+                                                        self.library_params)
 
     def _traced(self, runner: Backend, call: Callable[..., R], *args: object, **kwargs: object) -> R:
         with (runner.trace() if runner.trace is not None else nullcontext([])) as paths:

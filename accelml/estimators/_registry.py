@@ -28,6 +28,7 @@ unknown backend 'sklearnx' (did you mean 'sklearnex'?)
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -365,10 +366,13 @@ def check_device(backend: Backend, device: object) -> str:
 
 
 def check_params(algorithm: object, backend: object, device: object,
-                 params: Mapping[str, object]) -> tuple[tuple[Algorithm, Backend, Implementation], str]:
+                 params: Mapping[str, object],
+                 library_params: Mapping[str, object] | None = None,
+                 ) -> tuple[tuple[Algorithm, Backend, Implementation], str]:
     """The records for ``algorithm`` and ``backend``, and ``device``, once they and every
     parameter's name and value are checked (:class:`InvalidChoiceError` saying what is wrong;
-    a library's own spelling of a parameter is answered with accelml's).
+    a library's own spelling of a parameter is answered with accelml's), with the library's
+    own ``library_params`` (see :func:`translate`).
 
     >>> try:
     ...     check_params("kmeans", "sklearn", "cpu", {"algorithm": "elkan"})
@@ -391,7 +395,7 @@ def check_params(algorithm: object, backend: object, device: object,
         problem = param.value_problem(value)
         if problem is not None:
             raise InvalidChoiceError(f"{found.name} parameter {name} = {value!r}: {problem}")
-    translate(found, runner, implementation, params, checked_device)
+    translate(found, runner, implementation, params, checked_device, library_params)
     return (found, runner, implementation), checked_device
 def params_from_data(algorithm: Algorithm, implementation: Implementation,
                      params: Mapping[str, object], X: ArrayLike) -> dict[str, object]:
@@ -407,8 +411,21 @@ def params_from_data(algorithm: Algorithm, implementation: Implementation,
 
 
 def translate(algorithm: Algorithm, backend: Backend, implementation: Implementation,
-              params: Mapping[str, object], device: str) -> dict[str, object]:
-    """The library keyword arguments for accelml ``params`` (errors say what cannot be honoured)."""
+              params: Mapping[str, object], device: str,
+              library_params: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The library keyword arguments for accelml ``params`` (errors say what cannot be honoured),
+    and ``library_params``: the library's own parameters without an accelml name (XGBoost's
+    ``subsample``), checked against the library class's parameters when it is installed.
+
+    >>> from accelml.estimators import BACKENDS
+    >>> xgb = BACKENDS.get("xgboost")
+    >>> gb = get_algorithm("gradient_boosting_classifier")
+    >>> translate(gb, xgb, xgb.implementations[gb.name], {}, "cpu", {"subsample": 0.5})["subsample"]
+    0.5
+    >>> translate(gb, xgb, xgb.implementations[gb.name], {}, "cpu", {"subsampel": 0.5})
+    Traceback (most recent call last):
+    accelml.estimators._registry.InvalidChoiceError: unknown parameter of xgboost:XGBClassifier 'subsampel' ...
+    """
     kwargs: dict[str, object] = dict(implementation.fixed)
     for param in algorithm.params:
         value = params.get(param.name, param.default)
@@ -417,7 +434,35 @@ def translate(algorithm: Algorithm, backend: Backend, implementation: Implementa
             rule.check(param, value, params)
         kwargs.update(rule.translate(param, value, backend.name))
     kwargs.update(backend.device_kwargs(device))
+    if library_params:
+        names = library_parameter_names(implementation)
+        for name in library_params:
+            if names is not None and name not in names:
+                raise InvalidChoiceError(unknown_choice(f"parameter of {implementation.estimator}", name,
+                                                        sorted(names)))
+            if name in kwargs:
+                raise InvalidChoiceError(f"{backend.name} parameter {name!r} is set by accelml (from the "
+                                         f"{algorithm.name} parameters or the device); set it there")
+        kwargs.update(library_params)
     return kwargs
+
+
+def library_parameter_names(implementation: Implementation) -> frozenset[str] | None:
+    """The keyword parameters the library's class takes (its ``get_params()`` keys; else its
+    constructors' named parameters), or None when the library is not installed here."""
+    try:
+        library_class = implementation.estimator_class()
+    except ImportError:
+        return None
+    if callable(getattr(library_class, "get_params", None)):
+        try:
+            return frozenset(library_class().get_params(deep=False))
+        except (TypeError, ValueError):
+            pass
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(parameter.name for owner in library_class.__mro__ if "__init__" in vars(owner)
+                     for parameter in inspect.signature(vars(owner)["__init__"]).parameters.values()
+                     if parameter.kind in kinds and parameter.name != "self")
 
 
 # ---------------------------------------------------------------- what there is

@@ -20,10 +20,10 @@ takes a ``[cluster]`` table with a ``[cluster.resources]`` sub-table::
     kind = "slurm"          # local | slurm | pbs | a scheduler plug-in's name
     jobs = 4
     retries = 2
-    [cluster.resources]
-    partition = "gpu"
+    [cluster.resources]     # dask-jobqueue's key names; the site's jobqueue.yaml fills the rest
+    queue = "gpu"
     walltime = "02:00:00"
-    prologue = ["module load Horovod/0.28.1", "conda activate accelml"]
+    job-script-prologue = ["module load Horovod/0.28.1", "conda activate accelml"]
 
 >>> import argparse
 >>> parser = argparse.ArgumentParser()

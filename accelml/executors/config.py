@@ -1,10 +1,19 @@
 """Cluster settings and the scheduler records they name.
 
-Settings come from layers: packaged YAML defaults < dask config < --cluster-config < spec <
-flags. The defaults live in ``accelml/executors/accelml-cluster.yaml`` (the
-``accelml.cluster`` namespace of dask's config). dask already reads the user's
-``~/.config/dask/*.yaml`` and ``DASK_ACCELML__...`` environment variables into
-``dask.config``; this module only reads that, never writes it.
+Settings come from layers: packaged YAML defaults < the site's dask-jobqueue config <
+accelml's dask config < --cluster-config < spec < flags. The defaults live in
+``accelml/executors/accelml-cluster.yaml`` (the ``accelml.cluster`` namespace of dask's
+config). dask already reads the user's ``~/.config/dask/*.yaml``, ``$DASK_CONFIG`` and
+``DASK_ACCELML__...`` environment variables into ``dask.config``; this module only reads
+that, never writes it.
+
+The site's dask-jobqueue config (``jobqueue.slurm``, ``jobqueue.pbs``: the scheduler record's
+``config_section``, usually ``~/.config/dask/jobqueue.yaml``) is read through
+:data:`JOBQUEUE_KEYS`: ``walltime``, ``queue``, ``account``, ``cores``, ``memory``,
+``interface`` and ``python`` are defaults that accelml's own layers may override (each
+override is named in one warning line); the ``job-script-prologue`` and
+``job-extra-directives`` lines come first in every job, before accelml's own. accelml's keys
+are spelled the same way (``queue``, ``job-script-prologue``, ``job-extra-directives``).
 
 ``kind`` names a :class:`Scheduler`: one module per scheduler in
 :mod:`accelml.executors.schedulers` (``local``, ``slurm``, ``pbs``), or a third party's,
@@ -22,6 +31,8 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import shlex
 import shutil
@@ -35,6 +46,8 @@ from accelml.errors import SpecError
 from accelml.executors.interface import Executor, ProgressCallback
 from accelml.executors.resources import CaseNeeds, Resources
 from accelml.plugins import ExtensionPoint, unknown_choice
+
+logger = logging.getLogger(__name__)
 
 DEFAULTS_FILE = "accelml-cluster.yaml"
 _SETTING_KEYS = ("kind", "jobs", "retries", "tls", "shared_directory", "worker_start_timeout",
@@ -88,7 +101,9 @@ class JobQueue:
       (``srun`` / ``mpirun``, exported as ``ACCELML_RANK_LAUNCHER``); ``rank_exports(resources,
       settings)``: further lines such a job needs (e.g. ``SRUN_CPUS_PER_TASK``);
     * ``probe()``: why jobs cannot be submitted from here although ``submit`` is on PATH
-      (e.g. the controller does not answer), or None.
+      (e.g. the controller does not answer), or None;
+    * ``config_section``: the section of dask-jobqueue's config for this job class
+      (``jobqueue.<section>``) whose site settings accelml applies (None: none).
     """
 
     job_class: str
@@ -106,6 +121,7 @@ class JobQueue:
     rank_launcher: Callable[[ClusterSettings], str] = _mpirun
     rank_exports: Callable[[Resources, ClusterSettings], tuple[str, ...]] = _no_lines
     probe: Callable[[], str | None] = _no_problem
+    config_section: str | None = None
 
     def unavailable(self) -> str | None:
         """Why jobs cannot be submitted from this machine, or None."""
@@ -292,8 +308,127 @@ def _canonical(mapping: Mapping[object, object], where: str) -> dict[str, object
     return result
 
 
-def _merge(layers: list[tuple[str, object]]) -> ClusterSettings:
+JOBQUEUE_KEYS: Mapping[str, str] = {
+    "walltime": "resources.walltime", "queue": "resources.partition", "account": "resources.account",
+    "cores": "resources.cores", "memory": "resources.memory",
+    "job-script-prologue": "resources.prologue", "env-extra": "resources.prologue",
+    "job-extra-directives": "resources.directives", "job-extra": "resources.directives",
+    "interface": "interface", "python": "python",
+}
+"""dask-jobqueue config key -> the accelml setting it sets (``resources.`` a worker job's)."""
+JOBQUEUE_OWN_KEYS = ("processes", "death-timeout", "worker-extra-args", "extra", "job-directives-skip",
+                     "log-directory", "shared-temp-directory", "scheduler-options", "name",
+                     "resource-spec", "job-cpu", "job-mem")
+"""dask-jobqueue keys accelml sets itself for each job: a site value of one is not applied (warned).
+The keys of neither tuple (``local-directory``, ``shebang``, ``worker-command``, ...) are
+left to dask-jobqueue, which reads them from the same config."""
+_LINE_KEYS = ("resources.prologue", "resources.directives")
+_SITE = "site"
+
+
+@dataclass(frozen=True)
+class SiteJobQueueConfig:
+    """The settings a site's dask-jobqueue config section gives (only what it sets itself,
+    not dask-jobqueue's packaged defaults), as accelml settings.
+
+    >>> site = SiteJobQueueConfig.from_section("slurm", {"walltime": "02:30:00", "queue": "batch",
+    ...     "job-script-prologue": ["module load Python"], "processes": 4})
+    >>> site.layer()
+    {'resources': {'walltime': '02:30:00', 'partition': 'batch'}}
+    >>> site.lines, site.not_applied
+    ({'resources.prologue': ('module load Python',)}, ('processes',))
+    """
+
+    section: str
+    values: Mapping[str, object] = field(default_factory=dict)
+    lines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    not_applied: tuple[str, ...] = ()
+
+    @classmethod
+    def from_section(cls, section: str, config: Mapping[str, object]) -> SiteJobQueueConfig:
+        values: dict[str, object] = {}
+        lines: dict[str, tuple[str, ...]] = {}
+        for raw_key, value in config.items():
+            key = str(raw_key).replace("_", "-")
+            target = JOBQUEUE_KEYS.get(key)
+            if target in _LINE_KEYS and value:
+                items = (value,) if isinstance(value, str) else tuple(str(item) for item in value)  # type: ignore[attr-defined]
+                lines[target] = lines.get(target, ()) + items
+            elif target is not None and value is not None:
+                values[target] = value
+        not_applied = tuple(sorted(str(key).replace("_", "-") for key, value in config.items()
+                                   if str(key).replace("_", "-") in JOBQUEUE_OWN_KEYS))
+        return cls(section, values, lines, not_applied)
+
+    def layer(self) -> dict[str, object]:
+        """The scalar settings as a layer of cluster settings (lines are added after the merge)."""
+        layer: dict[str, object] = {key: value for key, value in self.values.items() if "." not in key}
+        resources = {key.split(".", 1)[1]: value for key, value in self.values.items() if "." in key}
+        if resources:
+            layer["resources"] = resources
+        return layer
+
+    def warning(self, settings: ClusterSettings, origins: Mapping[str, str]) -> str | None:
+        """One line naming each site value a later layer replaced, and the keys not applied."""
+        overridden = []
+        for target, value in self.values.items():
+            final = _value_at(settings, target)
+            if origins.get(target, _SITE) != _SITE and str(final) != str(value):
+                overridden.append(f"{target.split('.')[-1]} {value!r} by {origins[target]} ({final!r})")
+        parts = [f"overridden: {', '.join(overridden)}"] if overridden else []
+        if self.not_applied:
+            parts.append(f"not applied (accelml sets them for each job): {', '.join(self.not_applied)}")
+        if not parts:
+            return None
+        return f"accelml: the site's dask-jobqueue config jobqueue.{self.section}: {'; '.join(parts)}"
+
+
+def _value_at(settings: ClusterSettings, target: str) -> object:
+    owner: object = settings.resources if target.startswith("resources.") else settings
+    return getattr(owner, target.split(".")[-1])
+
+
+def _jobqueue_defaults() -> dict[str, object]:
+    """dask-jobqueue's packaged defaults (read from its YAML file, without importing it)."""
+    import importlib.util
+
+    import yaml
+
+    spec = importlib.util.find_spec("dask_jobqueue")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / "jobqueue.yaml"
+    loaded = yaml.safe_load(path.read_text()) if path.is_file() else None
+    return dict(loaded.get("jobqueue", {})) if isinstance(loaded, Mapping) else {}
+
+
+def site_jobqueue_config(section: str) -> SiteJobQueueConfig:
+    """What the site's dask config sets in ``jobqueue.<section>``: the values of its YAML files
+    (``~/.config/dask``, ``$DASK_CONFIG``, ...) and environment, and any set in this process
+    (``dask.config.set``), but not dask-jobqueue's packaged defaults."""
+    import dask
+
+    current = dask.config.get(f"jobqueue.{section}", default=None)
+    if not isinstance(current, Mapping):
+        return SiteJobQueueConfig(section)
+    written = dask.config.collect().get("jobqueue", {}).get(section, {}) or {}
+    defaults = _jobqueue_defaults().get(section, {})
+    written_keys = {str(key).replace("_", "-") for key in written}
+    default_values = {str(key).replace("_", "-"): value for key, value in
+                      (defaults.items() if isinstance(defaults, Mapping) else ())}
+    chosen = {}
+    for raw_key, value in current.items():
+        key = str(raw_key).replace("_", "-")
+        if value in (None, [], {}) or (key not in written_keys and value == default_values.get(key)):
+            continue
+        chosen[key] = value
+    return SiteJobQueueConfig.from_section(section, chosen)
+
+
+def _merge(layers: list[tuple[str, object]]) -> tuple[ClusterSettings, dict[str, str]]:
+    """The settings the layers give, and which layer set each (``resources.<field>``)."""
     values: dict[str, object] = {}
+    origins: dict[str, str] = {}
     resources = Resources()
     for where, layer in layers:
         if not layer:
@@ -304,37 +439,61 @@ def _merge(layers: list[tuple[str, object]]) -> ClusterSettings:
             if key == "resources":
                 if isinstance(value, Mapping):
                     resources = resources.updated(value, f"{where}.resources")
+                    for name, item in value.items():
+                        field_name = str(name).replace("-", "_")
+                        if item is not None:
+                            origins[f"resources.{Resources.KEY_NAMES.get(field_name, field_name)}"] = where
                 elif value:
                     raise SpecError(f"{where}.resources: expected a table of resources, got {value!r}")
             elif value is not None or key in {"jobs", "interface", "python", "srun_mpi"}:
                 if value is None and key in values:
                     continue
                 values[key] = value
+                origins[key] = where
     timeout = values.get("worker_start_timeout")
     if isinstance(timeout, int) and not isinstance(timeout, bool):
         values["worker_start_timeout"] = float(timeout)
-    return _settings(values, resources)
+    return _settings(values, resources), origins
 
 
 def load_cluster_settings(
     spec_table: Mapping[str, object] | None = None,
     overrides: Mapping[str, object] | None = None,
     config_file: str | os.PathLike[str] | None = None,
+    *,
+    site: bool = True,
 ) -> ClusterSettings:
     """Settings from every layer; a later layer wins key by key (resources field by field).
 
     ``spec_table`` is the spec's ``[cluster]`` table; ``overrides`` the command-line flags
-    (``None`` values mean "not given").
+    (``None`` values mean "not given"). The site's dask-jobqueue config of the chosen
+    scheduler (:func:`site_jobqueue_config`) sits just above accelml's packaged defaults;
+    its prologue and directive lines come before those of the other layers. ``site=False``
+    leaves it out (validating a spec's table alone).
     """
     import dask
 
     user = dask.config.get("accelml.cluster", default=None)
-    layers: list[tuple[str, object]] = [
-        (f"accelml/executors/{DEFAULTS_FILE}", packaged_defaults().get("cluster")),
-        ("dask config accelml.cluster", user),
-    ]
+    defaults: tuple[str, object] = (f"accelml/executors/{DEFAULTS_FILE}", packaged_defaults().get("cluster"))
+    above: list[tuple[str, object]] = [("dask config accelml.cluster", user)]
     if config_file is not None:
-        layers.append((f"{config_file}: accelml.cluster", read_config_file(config_file).get("cluster")))
-    layers.append(("[cluster]", spec_table))
-    layers.append(("command line", overrides))
-    return _merge(layers)
+        above.append((f"{config_file}: accelml.cluster", read_config_file(config_file).get("cluster")))
+    above.append(("[cluster]", spec_table))
+    above.append(("command line", overrides))
+    chosen, _ = _merge([defaults, *above])
+    job_queue = chosen.scheduler.job_queue
+    if not site or job_queue is None or job_queue.config_section is None:
+        return chosen
+    site_config = site_jobqueue_config(job_queue.config_section)
+    settings, origins = _merge([defaults, (_SITE, site_config.layer()), *above])
+    if site_config.lines:
+        resources = settings.resources
+        for target, lines in site_config.lines.items():
+            name = target.split(".")[-1]
+            own: tuple[str, ...] = getattr(resources, name)
+            resources = resources.updated({name: lines + tuple(line for line in own if line not in lines)})
+        settings = dataclasses.replace(settings, resources=resources)
+    warning = site_config.warning(settings, origins)
+    if warning:
+        logger.warning(warning)
+    return settings

@@ -212,6 +212,9 @@ class Resources:
 
     FIELDS = ("cores", "memory", "gpus", "gpu_type", "ranks", "nodes", "walltime", "partition",
               "account", "directives", "prologue", "environment")
+    KEY_NAMES = {"queue": "partition", "job_extra_directives": "directives",
+                 "job_script_prologue": "prologue"}
+    """Config keys spelled as dask-jobqueue spells them -> the field they set."""
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any], where: str = "resources") -> Resources:
@@ -221,7 +224,12 @@ class Resources:
     def updated(self, mapping: Mapping[str, Any] | None, where: str = "resources") -> Resources:
         """A copy with the non-``None`` entries of ``mapping`` replacing these values.
 
-        ``queue`` is accepted as another name for ``partition`` (PBS's word).
+        Keys may be spelled as dask-jobqueue's config spells them (:attr:`KEY_NAMES`):
+        ``queue`` for ``partition``, ``job-extra-directives`` for ``directives``,
+        ``job-script-prologue`` for ``prologue``.
+
+        >>> Resources().updated({"queue": "gpu", "job-script-prologue": ["module load CUDA"]}).prologue
+        ('module load CUDA',)
         """
         if not mapping:
             return self
@@ -230,10 +238,11 @@ class Resources:
         changes = {}
         for raw_key, value in mapping.items():
             key = str(raw_key).replace("-", "_")
-            key = "partition" if key == "queue" else key
+            key = self.KEY_NAMES.get(key, key)
             if key not in self.FIELDS:
                 allowed = ", ".join(self.FIELDS)
-                raise SpecError(f"{where}.{raw_key}: unknown resource; allowed: {allowed} (or queue)")
+                others = ", ".join(name.replace("_", "-") for name in self.KEY_NAMES)
+                raise SpecError(f"{where}.{raw_key}: unknown resource; allowed: {allowed} (or {others})")
             if value is None:
                 continue
             label = f"{where}.{raw_key}"

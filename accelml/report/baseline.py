@@ -87,7 +87,7 @@ from accelml.report.arrays import (
 )
 from accelml.report.measure import Bounds, Ideal, Measure, measures, output_task
 from accelml.report.repro import Agreement, agreement_matrix, case_label
-from accelml.results.records import CaseResult, Environment
+from accelml.results.records import CaseResult, Environment, FailureKind
 from accelml.results.store import ResultsStore, array_digest
 
 FORMAT = "accelml-baseline"
@@ -599,6 +599,8 @@ class CheckReport:
     metrics: int                              # metrics compared
     drifts: tuple[Drift, ...]
     notes: tuple[str, ...] = field(default=())
+    cases: tuple[tuple[str, str], ...] = field(default=())     # (case id, label) of every baseline case
+    skipped: tuple[tuple[str, str], ...] = field(default=())   # (case id, why): unavailable here
 
     @property
     def ok(self) -> bool:
@@ -611,7 +613,46 @@ class CheckReport:
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "baseline_run_id": self.baseline_run_id,
                 "checked": self.checked, "metrics": self.metrics, "ok": self.ok,
-                "drifts": [d.to_dict() for d in self.drifts], "notes": list(self.notes)}
+                "drifts": [d.to_dict() for d in self.drifts], "notes": list(self.notes),
+                "skipped": [{"case_id": case_id, "reason": why} for case_id, why in self.skipped]}
+
+    def to_junit(self, suite: str = "accelml check") -> str:
+        """JUnit XML (what CI systems show as a test report): one test per baseline case, a
+        ``<failure>`` per metric that drifted, ``<skipped>`` for a case unavailable here.
+
+        >>> report = CheckReport("r2", "r1", 1, 3, (Drift("c1", "kmeans/sklearn/cpu on b", "score.ari",
+        ...                      1.0, 0.5, -0.5, "atol 0.01"),), cases=(("c1", "kmeans/sklearn/cpu on b"),
+        ...                      ("c2", "kmeans/sklearnex/cuda on b")), skipped=(("c2", "no GPU"),))
+        >>> print(report.to_junit())  # doctest: +ELLIPSIS
+        <?xml version='1.0' encoding='utf-8'?>
+        <testsuites name="accelml check" tests="2" failures="1" skipped="1" errors="0">...
+        """
+        import xml.etree.ElementTree as ElementTree
+
+        failures = {case_id for case_id, _ in self.cases} & {drift.case_id for drift in self.drifts}
+        skipped = dict(self.skipped)
+        top = ElementTree.Element("testsuites", name=suite, tests=str(len(self.cases)),
+                                  failures=str(len(failures)), skipped=str(len(skipped)), errors="0")
+        tests = ElementTree.SubElement(top, "testsuite", name=suite, tests=str(len(self.cases)),
+                                       failures=str(len(failures)), skipped=str(len(skipped)), errors="0")
+        properties = ElementTree.SubElement(tests, "properties")
+        for name, value in (("run_id", self.run_id), ("baseline_run_id", self.baseline_run_id)):
+            ElementTree.SubElement(properties, "property", name=name, value=value)
+        labels = dict(self.cases)
+        orphans = [drift for drift in self.drifts if drift.case_id not in labels]
+        for case_id, label in [*self.cases, *{(d.case_id, d.case) for d in orphans}]:
+            test = ElementTree.SubElement(tests, "testcase", classname=suite, name=f"{label} [{case_id}]")
+            if case_id in skipped:
+                ElementTree.SubElement(test, "skipped", message=f"unavailable on this machine: {skipped[case_id]}")
+            for drift in (d for d in self.drifts if d.case_id == case_id):
+                failure = ElementTree.SubElement(
+                    test, "failure", type="drift",
+                    message=f"{drift.metric}: baseline {drift.baseline}, now {drift.current} ({drift.tolerance})")
+                failure.text = drift.note or None
+        if self.notes:
+            ElementTree.SubElement(tests, "system-out").text = "\n".join(self.notes)
+        ElementTree.indent(top)
+        return ElementTree.tostring(top, encoding="unicode", xml_declaration=True) + "\n"
 
     def format(self, width: int = 60) -> str:
         """The table of what drifted (or one line saying all is within tolerance)."""
@@ -916,8 +957,12 @@ def _check_comparisons(store: ResultsStore, run_id: str, baseline: Baseline,
     return notes
 
 
-def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckReport:
+def check_run(store: ResultsStore, run_id: str, baseline: Baseline, *,
+              skip_unavailable: bool = False) -> CheckReport:
     """Compare every case of stored run ``run_id`` with ``baseline``.
+
+    ``skip_unavailable``: a case that could not run because its backend or device is not on
+    this machine (failure kind ``unavailable``) is skipped, not drift (``--only-available``).
 
     A baseline case missing from the run is drift (``case`` metric). When a new case of the
     run differs from it in one defining field only (a backend swapped, a parameter changed),
@@ -938,8 +983,12 @@ def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckRepo
                      f"({baseline.spec_name or 'unnamed'})")
     unmatched_new = [r for r in results if baseline.case(r.case_id) is None]
     checked = 0
+    skipped = []
     for case in baseline.cases:
         result = by_id.get(case.case_id)
+        if result is not None and skip_unavailable and result.failure is FailureKind.UNAVAILABLE:
+            skipped.append((case.case_id, result.reason))
+            continue
         if result is not None:
             checked += 1
             checker.check_case(case, result)
@@ -960,5 +1009,9 @@ def check_run(store: ResultsStore, run_id: str, baseline: Baseline) -> CheckRepo
         notes.append(f"not in the baseline: {case_label(result)} ({result.case_id})")
     if baseline.comparisons:
         notes.extend(_check_comparisons(store, run.run_id, baseline, checker))
+    if skipped:
+        notes.append(f"{len(skipped)} case(s) skipped, unavailable on this machine (--only-available)")
     return CheckReport(run.run_id, baseline.run_id, checked, checker.metrics,
-                       tuple(checker.drifts), tuple(notes))
+                       tuple(checker.drifts), tuple(notes),
+                       cases=tuple((case.case_id, case.label) for case in baseline.cases),
+                       skipped=tuple(skipped))

@@ -95,7 +95,7 @@ def time_charts(results: Sequence[CaseResult], reference: str | None) -> list[pl
                     low=timing.q1, high=timing.q3,
                     speedup=None if value is None else value.value,
                     reference=value is not None and value.reference_case_id == result.case_id,
-                    noisy=timing.noisy, colour_key=result.backend))
+                    noisy=timing.noisy, colour_key=result.backend, samples=tuple(timing.samples)))
             phases.append((phase, tuple(bars)))
         charts.append(plots.TimeChart(title, tuple(phases)))
     return charts
@@ -144,14 +144,16 @@ def scaling_charts(results: Sequence[CaseResult]) -> list[plots.ScalingChart]:
                     (f"{backend} · {device}", strategy, series_cases))
     charts: dict[tuple[str, str], list[plots.ScalingSeries]] = {}
     for key, series_list in found.items():
-        # Name a series by what tells it apart: strategy, and parameters that differ.
-        names = varying_params(r for _, _, cases in series_list for r in cases
-                               if r.workers == 1)
-        for label, strategy, cases in series_list:
-            label += f" · {strategy}" if strategy else ""
-            extra = params_text(cases[0], names)
-            charts.setdefault(key, []).append(plots.ScalingSeries(
-                label + (f" · {extra}" if extra else ""), _scaling_points(cases)))
+        # Name a series by what tells it apart only: backend/device, strategy and the
+        # parameters whose values differ between the series (the chart's title says the rest).
+        names = varying_params(cases[0] for _, _, cases in series_list)
+        parts = [(label, strategy or "", params_text(cases[0], names)) for label, strategy, cases in series_list]
+        differ = [len({part[index] for part in parts}) > 1 for index in range(3)]
+        if not any(differ):      # one series: say what it is (its parameters are in the title's run)
+            differ = [True, True, False]
+        for (_, _, cases), named in zip(series_list, parts, strict=True):
+            shown = [text for text, keep in zip(named, differ, strict=True) if keep and text]
+            charts.setdefault(key, []).append(plots.ScalingSeries(" · ".join(shown), _scaling_points(cases)))
     return [plots.ScalingChart(f"{algorithm} on {dataset}", tuple(series))
             for (algorithm, dataset), series in charts.items()]
 

@@ -37,14 +37,20 @@ CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-sr
 """No script, no fetch of any kind: only the inline stylesheet and inline images."""
 
 
-def _template() -> tuple[jinja2.Template, str]:
+def page_template(name: str = "report.html") -> tuple[jinja2.Template, str]:
+    """A page template beside this module (autoescaping on; ``{% include %}`` finds the
+    others, such as the common ``_head.html``) and the stylesheet every page inlines."""
     import jinja2
 
     package = resources.files("accelml.report")
+
+    def source(file: str) -> str:
+        return package.joinpath(file).read_text(encoding="utf-8")
+
     environment = jinja2.Environment(
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    template = environment.from_string(package.joinpath("report.html").read_text(encoding="utf-8"))
-    return template, package.joinpath("report.css").read_text(encoding="utf-8")
+        loader=jinja2.FunctionLoader(source), autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True)
+    return environment.get_template(name), source("report.css")
 
 
 def _timing_text(cell: TimingCell | None) -> tuple[str, str]:
@@ -279,11 +285,12 @@ def render_html(report: RunReport) -> str:
     failed = [{"case_id": r.case_id, "label": case_label(r, params=names),
                "failure": r.failure.value,
                "reason": r.reason, "attempts": r.attempts} for r in report.failed]
-    template, css = _template()
+    template, css = page_template()
     return template.render(
         css=Markup(css), csp=CONTENT_SECURITY_POLICY, version=__version__,
+        title=f"accelml report: {run.spec_name} — run {run.run_id}",
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        run=run, reference=report.reference, stored=len(report.results),
+        run=run, description=run.description, reference=report.reference, stored=len(report.results),
         ok_count=sum(1 for r in report.results if r.ok),
         failed=failed, missing=report.missing,
         speedups=_speedup_cards(report),

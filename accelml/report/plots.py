@@ -54,6 +54,8 @@ STYLE: dict[Any, Any] = {
     "savefig.dpi": 150,
 }
 LABEL_LIMIT = 48
+LEGEND_LIMIT = 90
+"""Legend entries are named by what tells series apart only, so they may be longer than ticks."""
 
 
 def plain(text: str, limit: int = LABEL_LIMIT) -> str:
@@ -126,6 +128,24 @@ def time_unit(largest_seconds: float) -> tuple[str, float]:
     return "µs", 1e6
 
 
+def relative_luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG 2 relative luminance of an sRGB colour with channels in [0, 1]."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def readable_text_colour(background: tuple[float, float, float]) -> str:
+    """Black or white text, whichever contrasts more with ``background`` (WCAG contrast ratio).
+
+    >>> readable_text_colour((0.0, 0.41, 0.22)), readable_text_colour((1.0, 1.0, 0.75))
+    ('#ffffff', '#111111')
+    """
+    luminance = relative_luminance(background)
+    against_white = 1.05 / (luminance + 0.05)
+    against_black = (luminance + 0.05) / (relative_luminance((17 / 255,) * 3) + 0.05)
+    return "#ffffff" if against_white >= against_black else "#111111"
+
+
 def colour_for(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
 
@@ -146,6 +166,11 @@ class Bar:
     reference: bool = False
     noisy: bool = False
     colour_key: str = ""       # bars with the same key get the same colour (the backend)
+    samples: tuple[float, ...] = ()   # every counted repeat: drawn as points when few
+
+
+POINTS_BELOW = 5
+"""A bar with fewer counted repeats than this shows each repeat as a point, not a spread."""
 
 
 @dataclass(frozen=True)
@@ -217,13 +242,21 @@ def time_figure(chart: TimeChart) -> Figure:
                 ax.barh(position, bar.median * factor, height=0.7, color=colours[key],
                         edgecolor="#333333" if bar.reference else "none", linewidth=0.8,
                         hatch="//" if bar.noisy else None)
-                ax.errorbar(bar.median * factor, position, xerr=error, fmt="none",
-                            ecolor="#222222", elinewidth=1.1, capsize=3)
+                if 0 < len(bar.samples) < POINTS_BELOW:
+                    # a spread of 2-4 numbers says little: show the repeats themselves
+                    ax.plot([sample * factor for sample in bar.samples], [position] * len(bar.samples),
+                            linestyle="none", marker="o", markersize=4.5, markerfacecolor="#222222",
+                            markeredgecolor="#ffffff", markeredgewidth=0.6,
+                            gid=f"repeat-points-{len(bar.samples)}")
+                else:
+                    ax.errorbar(bar.median * factor, position, xerr=error, fmt="none",
+                                ecolor="#222222", elinewidth=1.1, capsize=3)
                 text = "reference" if bar.reference else speedup_phrase(bar.speedup)
                 text = f"{format_seconds(bar.median)}" + (f" · {text}" if text else "")
+                right = max([bar.high, bar.median, *bar.samples])
                 if bar.noisy:
                     text += "  (noisy)"
-                ax.annotate(text, xy=(max(bar.high, bar.median) * factor, position),
+                ax.annotate(text, xy=(right * factor, position),
                             xytext=(5, 0),
                             textcoords="offset points", va="center", fontsize=9,
                             fontweight="normal" if bar.reference else "bold")
@@ -245,8 +278,11 @@ def time_figure(chart: TimeChart) -> Figure:
             first.annotate(plain(group, 70), xy=(0, position), xycoords=("axes fraction", "data"),
                            xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
                            fontweight="bold", fontsize=9, color="#333333")
+        few = any(0 < len(bar.samples) < POINTS_BELOW for bar in all_bars)
         figure.suptitle(f"{plain(chart.algorithm, 80)}: median time per call "
-                        f"(error bars: {chart.spread})", fontsize=11)
+                        f"(error bars: {chart.spread}"
+                        + (f"; points: each repeat, where fewer than {POINTS_BELOW}" if few else "") + ")",
+                        fontsize=11)
     return figure
 
 
@@ -293,7 +329,7 @@ def scaling_figure(chart: ScalingChart) -> Figure:
             points = sorted(series.points, key=lambda p: p.workers)
             x = [p.workers for p in points]
             colour = colour_for(index)
-            label = plain(series.label)
+            label = plain(series.label, LEGEND_LIMIT)
             time_ax.errorbar(
                 x, [p.epoch_median * factor for p in points],
                 yerr=[[max(p.epoch_median - p.epoch_low, 0.0) * factor for p in points],
@@ -373,6 +409,7 @@ def heatmap_figure(heatmap: HeatMap) -> Figure:
         cmap = "RdYlGn" if heatmap.higher_is_better else "RdYlGn_r"
         image = ax.imshow(np.ma.masked_invalid(matrix), cmap=cmap, vmin=heatmap.vmin,
                           vmax=heatmap.vmax, aspect="auto")
+        colour_map, norm = image.get_cmap(), image.norm
         ax.set_xticks(range(columns), [plain(label, 28) for label in heatmap.column_labels])
         ax.xaxis.tick_top()
         ax.set_yticks(range(rows), [plain(label, 64) for label in heatmap.row_labels])
@@ -381,8 +418,12 @@ def heatmap_figure(heatmap: HeatMap) -> Figure:
             for j in range(columns):
                 text = heatmap.cell_text[i][j]
                 if text:
+                    value = matrix[i, j]
+                    # dark cells get white text: the colour contrasting most with the cell's own
+                    colour = "#555555" if value != value else readable_text_colour(
+                        tuple(colour_map(norm(value))[:3]))
                     ax.text(j, i, plain(text, 20), ha="center", va="center", fontsize=8.5,
-                            color="#111111" if matrix[i, j] == matrix[i, j] else "#777777")
+                            color=colour)
         figure.colorbar(image, ax=ax, label=plain(heatmap.colourbar_label), shrink=0.9)
         ax.set_title(plain(heatmap.title, 90), pad=12)
     return figure

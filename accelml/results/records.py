@@ -54,13 +54,14 @@ import hashlib
 import json
 import math
 import statistics
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
 from accelml.cases import Case, JSONScalar, canonical_json
-from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 1
 
@@ -399,6 +400,7 @@ class CaseResult(JSONRecord):
     workers: int = 1
     strategy: str | None = None
     params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
+    library_params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OPTIONAL_OBJECT)
     failure: FailureKind = FailureKind.NONE
     reason: str = ""
     timings: tuple[PhaseTiming, ...] = ()
@@ -456,7 +458,8 @@ class CaseResult(JSONRecord):
         return cls(
             run_id=run_id, case_id=case.case_id, algorithm=case.algorithm, backend=case.backend,
             device=case.device, dataset=case.dataset.name, workers=case.workers,
-            strategy=case.strategy, params=case.params, status=cls.FAILED, failure=failure,
+            strategy=case.strategy, params=case.params, library_params=case.library_params,
+            status=cls.FAILED, failure=failure,
             reason=lines[0].strip() if lines else "", timings=timings,
             peak_host_memory_bytes=peak_host_memory_bytes, threads=threads,
             environment=environment, started_at=started_at, finished_at=utc_now(),
@@ -531,6 +534,19 @@ class RunRecord(JSONRecord):
     RUNNING = "running"
     FINISHED = "finished"
     INTERRUPTED = "interrupted"
+
+    @property
+    def description(self) -> str:
+        """The spec's ``description`` (read from the stored spec text; empty when it has none).
+
+        >>> RunRecord("r", "s", "h", 'description = "CPU vs GPU"').description
+        'CPU vs GPU'
+        """
+        try:
+            value = tomllib.loads(self.spec_text).get("description", "")
+        except tomllib.TOMLDecodeError:
+            return ""
+        return value if isinstance(value, str) else ""
 
     @property
     def env_hash(self) -> str | None:

@@ -127,13 +127,15 @@ def _build_estimator(case: Case, threads: int | None) -> Estimator:
     """The case's estimator, with ``n_jobs = threads`` when the algorithm takes n_jobs on this
     backend and the spec did not set it (the thread pools are limited in any case)."""
     params = case.params_dict
+    library_params = dict(case.library_params) or None
     if threads is not None and "n_jobs" not in params:
         try:
             return Estimator(case.algorithm, backend=case.backend, device=case.device,
-                             **params, n_jobs=threads)
+                             library_params=library_params, **params, n_jobs=threads)
         except AccelmlError:
             pass   # no n_jobs for this algorithm/backend: OpenMP/BLAS limits apply instead
-    return Estimator(case.algorithm, backend=case.backend, device=case.device, **params)
+    return Estimator(case.algorithm, backend=case.backend, device=case.device, library_params=library_params,
+                     **params)
 
 
 PRIMING_ROWS = 1000
@@ -300,7 +302,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             run_id=inputs.run_id, case_id=case.case_id, algorithm=case.algorithm,
             backend=case.backend, device=case.device, dataset=case.dataset.name,
             workers=case.workers, strategy=case.strategy, params=case.params,
-            started_at=started_at, attempts=attempts, status=CaseResult.OK, task=task,
+            library_params=case.library_params, started_at=started_at, attempts=attempts,
+            status=CaseResult.OK, task=task,
             timings=(PhaseTiming.from_samples("startup", [startup]),) + measured.timings,
             repeats=measured.repeats, warmup=measured.warmup, scores=measured.scores,
             predictions=tuple(refs), repeat_prediction_digests=measured.repeat_prediction_digests,

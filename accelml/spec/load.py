@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
-from accelml.datasets.loaders import FILE_FORMATS
+from accelml.datasets.loaders import FILE_FORMATS, file_problem
 from accelml.datasets.registry import NAMED_SOURCES, dataset_task
 from accelml.dl.config import TrainingConfig, training_config_dict
 from accelml.dl.models import MODELS
@@ -265,6 +265,11 @@ def _dataset(spec: _Spec, name: str, table: Any, base_dir: Path) -> DatasetSpec:
         if source == "file" and path.suffix.lower() in (".csv", ".parquet") and "target" not in options \
                 and options.get("task") != "clustering":
             raise spec.error(f"{where}.target", "missing; name the target column (or task = 'clustering')")
+        if source == "file":
+            problem = file_problem(str(path), target=options.get("target"), x_key=options.get("x_key", "X"),
+                                   y_key=options.get("y_key"))
+            if problem is not None:
+                raise spec.error(f"{where}.{problem[0]}", problem[1])
     return DatasetSpec(name, source, tuple(sorted(options.items())))
 
 
@@ -372,6 +377,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
         if isinstance(value, (dict, list)):
             raise spec.error(f"{where}.params.{_key(key)}", f"expected a single value, got {_describe(value)}"
                              " (put lists under grid)")
+    library_params = _backend_params(spec, where, table.get("backend_params", {}), backend_values, deep)
     grid = table.get("grid", {})
     grid_axes = []
     for key, values in grid.items():
@@ -405,12 +411,14 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                     raise spec.error(f"{where}.backend", f"backend {backend!r} has no {algorithm}; "
                                      "backends with it: " + ", ".join(implemented.get(algorithm, ())))
                 _check_task(spec, where, algorithm, tasks, datasets[dataset_name])
-                _check_params(spec, where, algorithm, backend, device, case_params)
+                _check_params(spec, where, algorithm, backend, device, case_params,
+                              library_params.get(backend, {}))
             cases.append(Case(
                 algorithm=algorithm, backend=backend, device=device,
                 dataset=datasets[dataset_name], workers=workers,
                 strategy=None if strategy == "none" else strategy,
                 params=tuple(sorted(case_params.items())), repeats=repeats,
+                library_params=tuple(sorted(library_params.get(backend, {}).items())),
                 time_limit_s=float(time_limit), memory_limit_mb=memory_limit, threads=threads,
                 seed=defaults["seed"],
             ))
@@ -429,16 +437,43 @@ def _check_task(spec: _Spec, where: str, algorithm: str, tasks: dict[str, str],
                          f"{dataset.name!r} is a {have} dataset")
 
 
+def _backend_params(spec: _Spec, where: str, table: dict[str, Any], backends: list[str],
+                    deep: bool) -> dict[str, dict[str, Any]]:
+    """``backend_params``: for each backend of the case, a table of the library's own parameters."""
+    for backend, params in table.items():
+        path = f"{where}.backend_params.{_key(backend)}"
+        if deep:
+            raise spec.error(f"{where}.backend_params", "only classical backends take library parameters")
+        if backend not in backends:
+            raise spec.error(path, f"backend {backend!r} is not a backend of this case; its backends: "
+                             + ", ".join(backends))
+        if not isinstance(params, dict):
+            raise spec.error(path, f"expected a table of library parameters, got {_describe(params)}")
+        for name, value in params.items():
+            if not _is_instance(value, (str, int, float, bool)):
+                raise spec.error(f"{path}.{_key(name)}", f"expected a single value, got {_describe(value)}")
+    return {backend: dict(params) for backend, params in table.items()}
+
+
 def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device: str,
-                  params: dict[str, Any]) -> None:
+                  params: dict[str, Any], library_params: dict[str, Any]) -> None:
     """Parameter names and values the backend cannot honour are spec errors (device
-    availability is not: a case that cannot run here is recorded as failed, with the reason)."""
+    availability is not: a case that cannot run here is recorded as failed, with the reason);
+    so are library parameters the library's class does not take (checked where it is installed)."""
     try:
         check_params(algorithm, backend, device, params)
     except AccelmlError as error:
         raise spec.error(f"{where}.params", str(error)) from None
     except (TypeError, ValueError) as error:
         raise spec.error(f"{where}.params", f"invalid parameters for {algorithm}: {error}") from None
+    if not library_params:
+        return
+    try:
+        check_params(algorithm, backend, device, params, library_params)
+    except AccelmlError as error:
+        raise spec.error(f"{where}.backend_params.{_key(backend)}", str(error)) from None
+    except (TypeError, ValueError) as error:
+        raise spec.error(f"{where}.backend_params.{_key(backend)}", f"invalid library parameters: {error}") from None
 
 
 def _check_training(spec: _Spec, where: str, model: str, backend: str, device: str, workers: int,
@@ -498,7 +533,7 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:
     """Validate [cluster] with the executors' own settings loader."""
     try:
-        load_cluster_settings(spec_table=table)
+        load_cluster_settings(spec_table=table, site=False)
     except SpecError as error:
         raise spec.error("cluster", str(error)) from None
     except (TypeError, ValueError) as error:

@@ -81,6 +81,8 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "dataset": ((str, list), "a dataset name or a list of them"),
     "params": ((dict,), "a table of fixed parameters"),
     "grid": ((dict,), "a table of parameter name = [values] (every combination runs)"),
+    "backend_params": ((dict,), "a table backend = {library parameter = value}, the library's own "
+                       "parameters without an accelml name, e.g. {xgboost = {subsample = 0.8}}"),
     "repeats": EXPERIMENT_KEYS["repeats"],
     "warmup": EXPERIMENT_KEYS["warmup"],
     "time_limit": EXPERIMENT_KEYS["time_limit"],
@@ -100,3 +102,63 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 
 DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling", "keras_backend",
                  "oversubscribe")
+
+# What the spec reference (accelml.spec.reference, docs/spec-reference.md) shows for each key:
+# an example value (checked against the key's types by the tests) and, where no record or
+# function signature owns the default, the default in words. Sections: "spec" (top level),
+# "repeats", "datasets" (every source's keys, by name), "cases".
+EXAMPLES: dict[str, object] = {
+    "spec.name": "my_comparison", "spec.description": "sklearn vs sklearnex on our data",
+    "spec.reference": "sklearn", "spec.repeats": 5, "spec.warmup": 1, "spec.time_limit": 600,
+    "spec.memory_limit_mb": 4096, "spec.threads": 4, "spec.seed": 0, "spec.deterministic": True,
+    "spec.datasets": {"blobs": {"source": "generated", "generator": "blobs"}},
+    "spec.cluster": {"kind": "slurm", "jobs": 4}, "spec.cases": [{"algorithm": "kmeans"}],
+    "repeats.min": 3, "repeats.max": 10, "repeats.target": 0.05, "repeats.confidence": 0.95,
+    "repeats.max_seconds": 60,
+    "datasets.source": "file", "datasets.generator": "classification", "datasets.name": "breast_cancer",
+    "datasets.n_samples": 2000, "datasets.n_features": 8, "datasets.n_informative": 4,
+    "datasets.n_classes": 3, "datasets.centers": 4, "datasets.cluster_std": 1.5, "datasets.noise": 0.1,
+    "datasets.seed": 0, "datasets.test_size": 0.25, "datasets.dtype": "float32", "datasets.layout": "F",
+    "datasets.task": "classification", "datasets.image_size": 32, "datasets.test_samples": 512,
+    "datasets.path": "data/flowers.csv", "datasets.target": "species", "datasets.x_key": "features",
+    "datasets.y_key": "status", "datasets.train_samples": 2048, "datasets.data_id": 61,
+    "datasets.version": 1, "datasets.max_samples": 10000,
+    "cases.algorithm": ["kmeans", "dbscan"], "cases.backend": ["sklearn", "sklearnex"],
+    "cases.device": ["cpu", "cuda"], "cases.workers": [1, 2, 4], "cases.strategy": "horovod",
+    "cases.dataset": "blobs", "cases.params": {"n_clusters": 4, "random_state": 0},
+    "cases.grid": {"max_iter": [50, 100]}, "cases.backend_params": {"xgboost": {"subsample": 0.8}},
+    "cases.repeats": {"min": 3, "max": 8}, "cases.warmup": 1, "cases.time_limit": 120,
+    "cases.memory_limit_mb": 2048, "cases.threads": 1, "cases.model": "cnn", "cases.epochs": 3,
+    "cases.batch_size": 64, "cases.learning_rate": 0.001, "cases.lr_scaling": "linear",
+    "cases.keras_backend": "jax", "cases.oversubscribe": True,
+}
+"""An example value of every key."""
+
+DEFAULTS: dict[str, str] = {
+    "spec.name": "the file's name without .toml", "spec.description": "none",
+    "spec.reference": "none: no speed-up or agreement column", "spec.warmup": "1",
+    "spec.time_limit": "600", "spec.memory_limit_mb": "no limit",
+    "spec.threads": "the cores the case is given", "spec.seed": "0", "spec.deterministic": "false",
+    "spec.datasets": "required", "spec.cluster": "a LocalCluster here", "spec.cases": "required",
+    "repeats.max_seconds": "no limit",
+    "datasets.source": "required", "datasets.generator": "required", "datasets.name": "required",
+    "datasets.seed": "0", "datasets.test_size": "0.25", "datasets.dtype": "float64 (keras: float32)",
+    "datasets.layout": "C", "datasets.task": "from the data (text or integer labels: classification)",
+    "datasets.image_size": "32 (generated images)", "datasets.test_samples": "all (generated: 512)",
+    "datasets.path": "required for source = 'file'; for keras/openml: download",
+    "datasets.target": "required for .csv/.parquet (unless task = 'clustering'); openml: its default",
+    "datasets.x_key": "X", "datasets.y_key": "y (absent: no labels)", "datasets.train_samples": "all",
+    "datasets.data_id": "name or data_id required", "datasets.version": "the latest",
+    "datasets.max_samples": "all",
+    "cases.algorithm": "required", "cases.backend": "required", "cases.device": "cpu",
+    "cases.workers": "1", "cases.strategy": "keras: the default strategy; others: none",
+    "cases.dataset": "required", "cases.params": "the algorithm's defaults", "cases.grid": "none",
+    "cases.backend_params": "none", "cases.repeats": "the spec's repeats", "cases.warmup": "the spec's warmup",
+    "cases.time_limit": "the spec's time_limit", "cases.memory_limit_mb": "the spec's memory_limit_mb",
+    "cases.threads": "the spec's threads", "cases.model": "the algorithm names the model",
+    "cases.keras_backend": "the strategy's first engine",
+    "cases.oversubscribe": "false: more ranks than cores is refused on a local cluster",
+}
+"""Defaults in words, where no record or signature owns them (accelml.spec.reference reads
+the others from :class:`~accelml.cases.RepeatPolicy`, the data generator's signature and
+:class:`~accelml.dl.config.TrainingConfig`)."""

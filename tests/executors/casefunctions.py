@@ -80,3 +80,12 @@ def http_listeners(_):
     except OSError:
         accepted = False
     return {"other_listeners": [f"{a.ip}:{a.port}" for a in listening], "http_accepts": accepted}
+def job_facts(label):
+    """The time limit SLURM gave this call's job, and what the job's prologue exported."""
+    import os
+    import subprocess
+
+    job = os.environ.get("SLURM_JOB_ID")
+    shown = subprocess.run(["scontrol", "show", "job", str(job)], capture_output=True, text=True).stdout
+    limit = next((part.split("=", 1)[1] for part in shown.split() if part.startswith("TimeLimit=")), None)
+    return {"label": label, "time_limit": limit, "site_prologue": os.environ.get("ACCELML_SITE_PROLOGUE")}

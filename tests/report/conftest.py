@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _chromium import MISSING, Browser, BrowserError
 
 from accelml.results import (
     ArrayRef,
@@ -297,3 +298,14 @@ def _build_runs(directory: Path) -> Runs:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for every HTML test of the session."""
+    try:
+        chromium = Browser()
+    except BrowserError as error:
+        pytest.fail(str(error) if MISSING in str(error) else f"Chromium did not start: {error}")
+    yield chromium
+    chromium.close()

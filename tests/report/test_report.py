@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from _chromium import MISSING, Browser, BrowserError
+from _chromium import Browser, BrowserError
 
 from accelml.cli import main
 from accelml.errors import AccelmlError
@@ -34,16 +34,6 @@ def _medians(directory: Path, run_id: str, phase: str = "fit") -> dict[tuple[str
     store = ResultsStore(directory, create=False)
     return {(r.algorithm, r.backend): r.timing(phase).median
             for r in store.case_results(run_id) if r.ok and r.timing(phase) is not None}
-
-
-@pytest.fixture(scope="session")
-def browser():
-    try:
-        chromium = Browser()
-    except BrowserError as error:
-        pytest.fail(str(error) if MISSING in str(error) else f"Chromium did not start: {error}")
-    yield chromium
-    chromium.close()
 
 
 @pytest.fixture(scope="session")

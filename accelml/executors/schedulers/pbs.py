@@ -101,5 +101,6 @@ SCHEDULER = Scheduler(
         read_queue=read_queue,
         pending_states=frozenset({"Q", "H", "W", "T", "S"}),
         ending_states=frozenset({"E"}),
+        config_section="pbs",
     ),
 )

@@ -128,5 +128,6 @@ SCHEDULER = Scheduler(
         rank_launcher=rank_launcher,
         rank_exports=rank_exports,
         probe=probe,
+        config_section="slurm",
     ),
 )

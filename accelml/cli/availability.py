@@ -1,0 +1,42 @@
+"""``--only-available``: gate CI on the cases this machine can run (``compare`` and ``check``).
+
+A spec that mixes CPU and GPU cases runs on a CPU-only CI machine too: its GPU cases are
+recorded as failed with kind ``unavailable`` (the backend or device is not on this machine,
+and why). Without the flag they count as failures (exit 1), as a crash does; with it they
+are listed as skipped and leave the exit code alone. Any other failure still exits 1.
+
+>>> from accelml.results.records import CaseResult, FailureKind
+>>> gpu = CaseResult("r", "a", "gradient_boosting_classifier", "xgboost", "cuda", "bc", "failed",
+...                  failure=FailureKind.UNAVAILABLE, reason="needs 1 GPU(s); this machine has 0")
+>>> crash = CaseResult("r", "b", "kmeans", "sklearn", "cpu", "bc", "failed", failure=FailureKind.ERROR,
+...                    reason="ValueError")
+>>> [len(group) for group in split_unavailable([gpu, crash], only_available=True)]
+[1, 1]
+>>> [len(group) for group in split_unavailable([gpu, crash], only_available=False)]
+[2, 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+
+from accelml.results.records import CaseResult, FailureKind
+
+HELP = ("cases this machine cannot run (backend or device unavailable, e.g. GPU cases on a "
+        "CPU-only CI runner) are skipped, not failures: they do not make the exit code 1")
+
+
+def add_only_available(parser: argparse.ArgumentParser) -> None:
+    """The ``--only-available`` flag."""
+    parser.add_argument("--only-available", action="store_true", help=HELP)
+
+
+def split_unavailable(results: Iterable[CaseResult], *, only_available: bool
+                      ) -> tuple[list[CaseResult], list[CaseResult]]:
+    """(the failed results that count, the ones skipped as unavailable here)."""
+    failed = [result for result in results if not result.ok]
+    if not only_available:
+        return failed, []
+    skipped = [result for result in failed if result.failure is FailureKind.UNAVAILABLE]
+    return [result for result in failed if result.failure is not FailureKind.UNAVAILABLE], skipped
