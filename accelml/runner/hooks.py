@@ -68,6 +68,8 @@ class Measurements:
     dl: DLMeasurements | None = None
     stopped_because: str = ""
     task: str = ""          # classification, regression, clustering, decomposition
+    worker_peak_memory_bytes: tuple[int, ...] = ()   # each worker process's, on several workers
+    workers_started_by: str = ""                     # local-processes | srun | mpirun
 
 
 def measurer_for(backend: str) -> Callable[[Case, MeasureContext], Measurements] | None:

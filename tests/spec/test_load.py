@@ -129,7 +129,8 @@ def test_keras_cases_take_workers_strategy_and_training_keys():
     with pytest.raises(SpecError, match=r"cases\[0\]: training keras_backend must be one of "
                                         r"tensorflow, torch for strategy 'horovod', not 'jax'"):
         load(text.replace('lr_scaling = "sqrt"', 'keras_backend = "jax"'))
-    with pytest.raises(SpecError, match="cases\\[0\\].workers: only keras"):
+    with pytest.raises(SpecError, match="cases\\[0\\].workers: backend 'sklearn' trains kmeans in "
+                                        "one process only"):
         load(VALID.replace('dataset = "blobs"', 'dataset = "blobs"\nworkers = 2'))
 
 
