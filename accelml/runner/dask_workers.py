@@ -51,6 +51,7 @@ from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.estimators import Estimator, get_backend, task_of
+from accelml.executors.tls import TemporaryCredentials
 from accelml.probe import list_gpus
 from accelml.results.records import PhaseTiming
 from accelml.results.store import array_digest
@@ -115,8 +116,10 @@ def _peak_rss_bytes() -> int:
 
 
 @contextmanager
-def dask_cluster(workers: int, threads: int, device: str, how: str) -> Iterator[Any]:
-    """A dask ``Client`` connected to ``workers`` fresh worker processes, closed on exit."""
+def dask_cluster(workers: int, threads: int, device: str, how: str, workdir: str) -> Iterator[Any]:
+    """A dask ``Client`` connected to ``workers`` fresh worker processes, closed on exit
+    (local ones on this host's loopback; ranks of a job over mutual TLS, whose credentials
+    are written under ``workdir``)."""
     from distributed import Client, Nanny, Scheduler, SpecCluster
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
@@ -124,28 +127,41 @@ def dask_cluster(workers: int, threads: int, device: str, how: str) -> Iterator[
     if how == LOCAL_PROCESSES:
         gpus = visible_gpus(workers) if on_gpu else ("",) * workers
         specs = {f"worker-{index}": {"cls": Nanny, "options": {
-            "nthreads": threads, "memory_limit": 0,
+            "nthreads": threads, "memory_limit": 0, "host": "127.0.0.1",
             "env": {**QUIET, **({"CUDA_VISIBLE_DEVICES": gpu} if on_gpu else {})}}}
             for index, gpu in enumerate(gpus)}
-        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None, "host": "127.0.0.1"}}
         with SpecCluster(workers=specs, scheduler=scheduler) as cluster, Client(cluster) as client:
             client.wait_for_workers(workers, timeout=WORKER_START_S)
             yield client
         return
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
-    with SpecCluster(workers={}, scheduler=scheduler) as cluster, Client(cluster) as client:
-        ranks = subprocess.Popen(_rank_command(how, workers, threads, on_gpu, cluster.scheduler_address),
-                                 env={**os.environ, **QUIET}, start_new_session=True)
+    # The scheduler listens beyond this host: mutual TLS with credentials only this user
+    # can read, in the case's own directory (which the ranks must see, as the job's do).
+    with TemporaryCredentials.create(workdir) as credentials:
+        security = credentials.security()
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None, "protocol": "tls://",
+                                                    "security": security}}
+        with SpecCluster(workers={}, scheduler=scheduler, security=security) as cluster, \
+                Client(cluster, security=security) as client:
+            command = _rank_command(how, workers, threads, on_gpu, cluster.scheduler_address) + [
+                "--protocol", "tls://", "--tls-ca-file", credentials.ca_file,
+                "--tls-cert", credentials.cert_file, "--tls-key", credentials.key_file]
+            yield from _ranks_connected(client, command, workers, how)
+
+
+def _ranks_connected(client: Any, command: list[str], workers: int, how: str) -> Iterator[Any]:
+    """Start the ranks, yield ``client`` once all have connected, stop them afterwards."""
+    ranks = subprocess.Popen(command, env={**os.environ, **QUIET}, start_new_session=True)
+    try:
+        _wait_for_ranks(client, ranks, workers, how)
+        yield client
+    finally:
+        client.retire_workers(close_workers=True)
         try:
-            _wait_for_ranks(client, ranks, workers, how)
-            yield client
-        finally:
-            client.retire_workers(close_workers=True)
-            try:
-                ranks.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(ranks.pid, 9)
-                ranks.wait()
+            ranks.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(ranks.pid, 9)
+            ranks.wait()
 
 
 def _rank_command(how: str, workers: int, threads: int, on_gpu: bool, address: str) -> list[str]:
@@ -209,7 +225,7 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
         raise AccelmlError(f"{case.algorithm} trains on labelled data; dataset "
                            f"{case.dataset.name!r} has no labels")
     library = implementation.on_workers.partition(":")[0]
-    with dask_cluster(case.workers, threads, case.device, how) as client:
+    with dask_cluster(case.workers, threads, case.device, how, context.workdir) as client:
         addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
         client.run(importlib.import_module, library)   # imported before any clock starts
         started = time.perf_counter()

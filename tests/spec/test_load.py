@@ -138,7 +138,8 @@ def test_shipped_specs_validate():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    for name in ("smoke", "classical_cpu", "gpu_boosting", "xgboost_gpu", "xgboost_scaling"):
+    for name in ("smoke", "classical_cpu", "gpu_boosting", "xgboost_gpu", "xgboost_scaling",
+                 "xgboost_scaling_check"):
         assert load_spec(root / "experiments" / f"{name}.toml").cases, name
     assert load_spec(None).reference == "sklearn"
 
