@@ -99,9 +99,8 @@ def threads_per_worker(threads: int | None, workers: int, how: str) -> int:
 def visible_gpus(workers: int) -> tuple[str, ...]:
     """The GPU ids local worker i is pinned to (the i-th visible GPU); an
     :class:`UnavailableError` where fewer than ``workers`` GPUs are visible."""
-    inherited = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
     found, reason = list_gpus()
-    ids = inherited or [str(index) for index in range(len(found))]
+    ids = [str(gpu.index) for gpu in found]
     if len(ids) < workers:
         raise UnavailableError(f"needs {workers} GPU(s), one per worker; {len(ids)} visible here"
                                + (f" ({reason})" if reason else ""))
