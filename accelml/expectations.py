@@ -25,6 +25,11 @@ True
 >>> other = SimpleNamespace(**{**vars(case), "backend": "sklearnex"})
 >>> pair_expectation(case, other).bitwise
 False
+>>> boosting = SimpleNamespace(**{**vars(case), "algorithm": "gradient_boosting_classifier",
+...                               "backend": "xgboost", "params": ()})
+>>> scaled = SimpleNamespace(**{**vars(boosting), "workers": 2})
+>>> print(pair_expectation(boosting, scaled).reason[:60])
+1 vs 2 workers: xgboost.dask on N workers builds each worker
 """
 
 from __future__ import annotations
@@ -105,8 +110,9 @@ def _scale_reason(a: CaseLike, b: CaseLike) -> str:
         return (f"{a.workers} vs {b.workers} workers: each step averages gradients over a "
                 "different global batch with a scaled learning rate, so the weights follow "
                 "another path; compare final loss/accuracy, not weights")
-    return (f"{a.workers} vs {b.workers} workers split the work, which changes the "
-            "floating-point summation order")
+    declared = _declared_reasons(a, b, lambda backend: backend.cross_scale_reason)
+    return (f"{a.workers} vs {b.workers} workers: "
+            + (declared or "splitting the work changes the floating-point summation order"))
 
 
 def pair_expectation(a: CaseLike, b: CaseLike, deterministic: bool = True) -> Expectation:

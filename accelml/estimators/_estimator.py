@@ -21,9 +21,11 @@ from accelml.errors import AccelmlError
 
 from ._algorithms import Algorithm
 from ._registry import (
+    BACKENDS,
     Backend,
     ExecutionPath,
     Implementation,
+    InvalidChoiceError,
     _equal,
     check_device,
     check_params,
@@ -301,16 +303,23 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
         self._execution_log.extend(paths)
         return result
 
-    def _fit(self, method: str, X: ArrayLike, y: ArrayLike | None, fit_params: dict[str, object]) -> object:
+    def _fit(self, method: str, X: ArrayLike, y: ArrayLike | None, fit_params: dict[str, object],
+             client: object = None) -> object:
         found, runner, implementation, kwargs = self._build()
-        resolved = params_from_data(found, implementation, self._params, X)
+        resolved = params_from_data(found, implementation, self._params, X) if client is None else {}
         if resolved:
             kwargs = translate(found, runner, implementation, {**self._params, **resolved},
-                               self.device)
-        inner = implementation.estimator_class()(**kwargs)
+                               self.device, self.library_params)
+        if client is None:
+            inner = implementation.estimator_class()(**kwargs)
+        else:
+            inner = implementation.workers_class()(**kwargs)
+            inner.client = client
         target = y
         classes = None
-        if implementation.encodes_labels and y is not None and _single_column(np.asarray(y)):
+        if implementation.encodes_labels and y is not None and client is not None:
+            classes, target = _encode_on_workers(y)
+        elif implementation.encodes_labels and y is not None and _single_column(np.asarray(y)):
             target = column_or_1d(np.asarray(y), warn=True)
             check_classification_targets(target)
             classes, target = np.unique(target, return_inverse=True)
@@ -373,6 +382,22 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
         self._fit("fit", X, y, fit_params)
         return self
 
+    def fit_on_workers(self, client: object, X: ArrayLike, y: ArrayLike | None = None) -> Estimator:
+        """Fit on the workers of the dask cluster ``client`` is connected to, with the
+        library's estimator for several workers (``Implementation.on_workers``); ``X`` and
+        ``y`` are dask collections partitioned over the workers. ``predict`` and
+        ``predict_proba`` then take and return dask arrays (labels are decoded on the host).
+        An :class:`InvalidChoiceError` where the backend trains in one process only.
+        """
+        _, runner, _ = self._resolved()
+        if not runner.trains_on_workers(self.algorithm):
+            having = [other.name for other in BACKENDS.records() if other.trains_on_workers(self.algorithm)]
+            raise InvalidChoiceError(
+                f"backend '{self.backend}' trains {self.algorithm} in one process only; backends "
+                f"that train it on several workers: {', '.join(having) or 'none'}")
+        self._fit("fit", X, y, {}, client=client)
+        return self
+
     @_offered("fit_predict")
     def fit_predict(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params: object) -> object:
         return self._fit("fit_predict", X, y, fit_params)
@@ -421,6 +446,15 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
             return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
         weights = {} if sample_weight is None else {"sample_weight": sample_weight}
         return float(self._call("score", X, y, **weights))
+
+
+def _encode_on_workers(y: Any) -> tuple[NDArray[Any], Any]:
+    """The classes of the labels in dask array ``y`` and ``y`` as codes 0..n-1, encoded
+    block by block on the workers (only the classes come to this process)."""
+    import dask.array as da
+
+    classes = np.asarray(da.unique(y).compute())
+    return classes, y.map_blocks(lambda block: np.searchsorted(classes, block), dtype=np.intp)
 
 
 def device_sync(value: object) -> object:

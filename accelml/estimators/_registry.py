@@ -196,6 +196,11 @@ class Implementation:
     narrows that to the parameter values that draw (``{"solver": ("sag", "saga")}``: only
     those solvers shuffle; empty: every fit draws). ``iterations``: the fitted attribute
     holding the iterations the fit ran (``"n_iter_"``; empty: not an iterative fit).
+    ``on_workers`` is 'module:Class' of the library's estimator that trains on the workers
+    of a dask cluster (scikit-learn API, taking the same keyword arguments, with a
+    ``client`` attribute and dask arrays in and out); a case with ``workers = N > 1``
+    trains through it (:mod:`accelml.runner.dask_workers`). Empty: the backend trains in
+    one process only.
     """
 
     estimator: str
@@ -219,12 +224,21 @@ class Implementation:
         if all(params.get(name) in values for name, values in self.randomised_when.items()):
             return self.randomised
         return ""
+    on_workers: str = ""
 
     def estimator_class(self) -> type[Any]:
         """The library's class (untyped: the libraries ship no type hints)."""
-        module, _, name = self.estimator.partition(":")
-        found: type[Any] = getattr(importlib.import_module(module), name)
-        return found
+        return _import_class(self.estimator)
+
+    def workers_class(self) -> type[Any]:
+        """The library's estimator for several workers (``on_workers``), imported now."""
+        return _import_class(self.on_workers)
+
+
+def _import_class(target: str) -> type[Any]:
+    module, _, name = target.partition(":")
+    found: type[Any] = getattr(importlib.import_module(module), name)
+    return found
 
 
 @dataclass(frozen=True)
@@ -258,7 +272,9 @@ class Backend:
     for bitwise and flag false surprises. ``cross_backend_reason``: why its results differ
     from another backend's (empty: they are "different implementations");
     ``cross_device_reason``: why its results differ between its devices (empty: the
-    generic kernel-order reason).
+    generic kernel-order reason); ``cross_scale_reason``: why its results on N workers
+    differ from one worker's (for implementations with ``on_workers``; empty: the generic
+    summation-order reason).
 
     ``libraries``: the pip distributions whose versions the environment fingerprint records;
     ``how_to_get``: device -> how to install what is missing (appended to "unavailable");
@@ -281,6 +297,7 @@ class Backend:
     libraries: tuple[str, ...]
     cross_backend_reason: str = ""
     cross_device_reason: str = ""
+    cross_scale_reason: str = ""
     how_to_get: Mapping[str, str] = field(default_factory=dict)
     deep_learning: bool = False
     measurer: str = ""
@@ -315,6 +332,17 @@ class Backend:
             found = Availability(self.name, device, False, None,
                                  f"its probe returned {type(found).__name__}, not an Availability")
         return replace(found, name=self.name, device=device, summary=self.summary)
+
+    def trains_on_workers(self, algorithm: str) -> bool:
+        """Whether its ``algorithm`` can train on several workers (``on_workers`` is set).
+
+        >>> BACKENDS.get("xgboost").trains_on_workers("gradient_boosting_classifier")
+        True
+        >>> BACKENDS.get("sklearn").trains_on_workers("kmeans")
+        False
+        """
+        implementation = self.implementations.get(algorithm)
+        return implementation is not None and bool(implementation.on_workers)
 
     def require(self, device: str) -> None:
         """Raise :class:`UnavailableError` naming what is missing when ``device`` cannot run here."""

@@ -13,6 +13,13 @@ hand means the device work is done; no extra sync call is needed for timing.
 If the CUDA device is asked for on a machine without a GPU, accelml raises
 ``UnavailableError`` instead of letting XGBoost fall back to the CPU with a warning.
 
+Several workers: a case with ``workers = N`` trains through ``xgboost.dask`` (its
+``DaskXGBClassifier``/``DaskXGBRegressor`` take the same keyword arguments) on a dask cluster
+of N worker processes, one per GPU on ``cuda`` (:mod:`accelml.runner.dask_workers`). Its
+results differ from one worker's: each worker sketches the quantiles of its own rows and the
+sketches are merged, so the bin edges move, and the histograms are summed across workers in
+another order.
+
 Repeats: with a seed and a fixed ``nthread`` the CPU histogram repeats bitwise, and so does
 the CUDA one on one GPU model (its sums are pre-rounded). CPU and CUDA differ from each
 other by design.
@@ -100,6 +107,12 @@ BACKEND = Backend(
     cross_device_reason=("XGBoost on CPU and CUDA differ by design: other histogram and "
                          "gradient-sum order, so near-tied splits can go either way (issue 7 "
                          "reports 99.67% label agreement on 1M rows)"),
+    cross_scale_reason=("xgboost.dask on N workers builds each worker's quantile sketch of its "
+                        "own rows and merges them (other bin edges than one sketch of all rows) "
+                        "and all-reduces histograms in another summation order, so near-tied "
+                        "splits can go either way; XGBoost documents that results depend on "
+                        "the number of workers and how the data is partitioned (on small data, where "
+                        "every sketch keeps every distinct value, the results can still coincide)"),
     libraries=("xgboost",),
     how_to_get={
         "cpu": "pip install xgboost",
@@ -108,9 +121,11 @@ BACKEND = Backend(
     device_kwargs=lambda device: {"device": device},
     implementations=MappingProxyType({
         "gradient_boosting_classifier": Implementation(
-            "xgboost:XGBClassifier", _GRADIENT_BOOSTING, _FIXED, encodes_labels=True),
+            "xgboost:XGBClassifier", _GRADIENT_BOOSTING, _FIXED, encodes_labels=True,
+            on_workers="xgboost.dask:DaskXGBClassifier"),
         "gradient_boosting_regressor": Implementation(
-            "xgboost:XGBRegressor", _GRADIENT_BOOSTING, _FIXED),
+            "xgboost:XGBRegressor", _GRADIENT_BOOSTING, _FIXED,
+            on_workers="xgboost.dask:DaskXGBRegressor"),
     }),
     missing=MappingProxyType({}),
 )

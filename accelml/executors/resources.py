@@ -134,7 +134,8 @@ class CaseNeeds:
 
         ``device`` "cuda"/"gpu" needs GPUs: one per worker, or what the case's strategy
         record says (``gpus_per_worker``); ``workers`` are separate ranks where the
-        strategy is multi-process and devices of one process otherwise; ``threads`` are
+        strategy is multi-process and devices of one process otherwise, and the ranks of
+        the dask cluster of a classical case (no strategy) trained on several workers; ``threads`` are
         cores (at least the strategy's ``cores_per_rank``); ``memory_limit_mb`` and
         ``time_limit_s`` size the job; ``oversubscribe`` allows more ranks than cores. A
         strategy not installed here is sized as one process with one GPU per worker.
@@ -144,6 +145,8 @@ class CaseNeeds:
         CaseNeeds(cores=1, gpus=4, ranks=4, memory_bytes=None, seconds=None, oversubscribe=False)
         >>> CaseNeeds.of_case(Case(device="cuda", workers=2, strategy="mirrored", threads=4))
         CaseNeeds(cores=4, gpus=2, ranks=1, memory_bytes=None, seconds=None, oversubscribe=False)
+        >>> CaseNeeds.of_case(Case(device="cuda", workers=4, strategy=None, threads=8))
+        CaseNeeds(cores=8, gpus=4, ranks=4, memory_bytes=None, seconds=None, oversubscribe=False)
         >>> needs = CaseNeeds.of_case(Case(device="cpu", workers=1, memory_limit_mb=512, time_limit_s=60.0))
         >>> needs.memory_bytes, needs.seconds, needs.oversubscribe
         (536870912, 60.0, False)
@@ -155,7 +158,8 @@ class CaseNeeds:
         on_gpu = device in {"cuda", "gpu"} or device.startswith(("cuda:", "gpu:"))
         memory_mb = getattr(case, "memory_limit_mb", None)
         seconds = getattr(case, "time_limit_s", None)
-        cores, gpus, ranks = int(getattr(case, "threads", None) or 1), workers if on_gpu else 0, 1
+        # a classical case (no strategy) on several workers: one rank (dask worker) each
+        cores, gpus, ranks = int(getattr(case, "threads", None) or 1), workers if on_gpu else 0, workers
         if strategy is not None:
             cores = max(cores, strategy.cores_per_rank)
             gpus, ranks = strategy.gpus(workers, on_gpu), strategy.ranks(workers)

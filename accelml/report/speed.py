@@ -8,7 +8,9 @@ from the two medians' confidence intervals (worst and best combination).
 For deep-learning cases, scaling compares epoch times (first epoch excluded) with the
 1-worker case of the same backend, device, strategy, model, dataset and parameters (or,
 when that strategy has no 1-worker case, the ``single`` 1-worker case):
-speedup = t(1) / t(N), efficiency = speedup / N.
+speedup = t(1) / t(N), efficiency = speedup / N. Classical cases trained on several
+workers (XGBoost through xgboost.dask, say) compare fit times the same way, with the
+1-worker case of the same backend, device, algorithm, dataset and parameters.
 
 Every phase a case and its reference both timed gets its own speedup with its interval
 (:func:`phase_speedups`); the first is the case's main phase (:func:`main_phase`: the
@@ -253,15 +255,36 @@ def _scaling_key(result: CaseResult, strategy: str | None) -> ScalingKey:
     return (result.backend, result.device, strategy or default_strategy().name, identity)
 
 
+def _scaled_phase(result: CaseResult) -> str:
+    """The phase scaling compares: epochs of a training, else the fit."""
+    return "epoch" if result.timing("epoch") is not None else "fit"
+
+
 def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
-    """case_id -> scaling against the 1-worker case, for deep-learning cases with epoch times.
+    """case_id -> scaling against the 1-worker case: deep-learning cases by epoch time,
+    classical cases by fit time where their group (backend, device, algorithm, dataset,
+    parameters) was also run on several workers.
 
     Each case is measured against the 1-worker case of its own strategy (and backend,
     device, model, dataset, parameters); where its strategy has no 1-worker case, against
     the default strategy's 1-worker case of the same model and data. Failed cases
     are never a baseline.
+
+    >>> from accelml.results.records import PhaseTiming
+    >>> def case(cid, workers, seconds):
+    ...     return CaseResult("r", cid, "gradient_boosting_classifier", "xgboost", "cuda", "d",
+    ...                       "ok", workers=workers,
+    ...                       timings=(PhaseTiming.from_samples("fit", [seconds]),))
+    >>> found = scaling([case("one", 1, 8.0), case("four", 4, 2.5)])
+    >>> found["four"].speedup, found["four"].efficiency, found["one"].speedup
+    (3.2, 0.8, 1.0)
+    >>> scaling([case("alone", 1, 8.0)])
+    {}
     """
-    results = [r for r in results if r.ok and r.timing("epoch") is not None]
+    results = [r for r in results if r.ok and r.timing(_scaled_phase(r)) is not None]
+    scaled = {_scaling_key(r, r.strategy) for r in results if r.workers > 1}
+    results = [r for r in results if r.timing("epoch") is not None
+               or _scaling_key(r, r.strategy) in scaled]
     baselines: dict[ScalingKey, CaseResult] = {}
     for result in results:
         if result.workers == 1:
@@ -272,7 +295,8 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
                 or baselines.get(_scaling_key(result, default_strategy().name)))
         if base is None:
             continue
-        base_epoch, epoch = base.timing("epoch"), result.timing("epoch")
+        phase = _scaled_phase(result)
+        base_epoch, epoch = base.timing(phase), result.timing(phase)
         if base_epoch is None or epoch is None:
             continue
         value = base_epoch.median / epoch.median

@@ -18,7 +18,8 @@ its reference case, so the table and the agreement matrix never disagree: label 
 (cluster ids matched one-to-one first) where the outputs are labels, else the largest
 absolute difference (cluster centres and PCA outputs matched first), else the final
 accuracy difference of deep-learning cases (:mod:`accelml.report.measures`). Only cases on
-the same data are compared.
+the same data are compared. An N-worker case shown with its scaling (speed-up over its own
+1-worker case, rather than over the reference backend) is compared with that 1-worker case.
 
 >>> from accelml.results.store import ResultsStore
 >>> import tempfile
@@ -211,6 +212,9 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         match = None
         if ref is not None and not is_reference and result.ok and ref.ok:
             match = agreement(store, result, ref, found_measures)
+        elif ref is None and found_scaling is not None and result.workers != 1:
+            baseline = next(r for r in results if r.case_id == found_scaling.baseline_case_id)
+            match = agreement(store, result, baseline, found_measures)   # against 1 worker
         status = result.status if result.ok else f"failed ({result.failure.value})"
         rows.append(Row(
             case_id=result.case_id, algorithm=result.algorithm, dataset=result.dataset,

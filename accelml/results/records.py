@@ -15,7 +15,7 @@ The types
     (``algorithm``, ``task``, ``backend``, ``device``, ``workers``, ``strategy``,
     ``dataset``, ``params``), ``status`` (``"ok"`` or ``"failed"``) with ``failure``
     (``FailureKind``) and a one-line ``reason``; ``timings`` (one ``PhaseTiming`` per
-    phase: ``startup``, ``load``, ``fit``, ``predict``, ``epoch``), ``repeats`` and
+    phase: ``startup``, ``load``, ``place``, ``fit``, ``predict``, ``epoch``), ``repeats`` and
     ``warmup`` (rounds counted and not), ``stopped_because`` (why repeating stopped:
     ``converged``, ``max_repeats``, ``max_seconds``, ``time_limit``, ``fixed``) and
     ``warmup_note`` (why a phase's first run was counted rather than thrown away as warm-up:
@@ -24,7 +24,10 @@ The types
     (``Score``); ``predictions`` (``ArrayRef``: content digests of arrays kept beside
     the store) and ``repeat_prediction_digests`` (the digest of the predictions of every
     counted repeat, for run-to-run identity); ``peak_host_memory_bytes``,
-    ``peak_gpu_memory_bytes`` (``None`` without a GPU); ``threads``; ``environment``
+    ``peak_gpu_memory_bytes`` (``None`` without a GPU), ``worker_peak_memory_bytes`` (the peak
+    resident memory of each worker process of a case trained on several workers) and
+    ``workers_started_by`` (what started those workers: ``local-processes``, ``srun``,
+    ``mpirun``); ``threads``; ``environment``
     (``Environment``, whose ``env_hash`` names it); ``dataset_info`` (``DatasetInfo``:
     digest, shape, dtype, memory layout); ``dl`` (``DLMeasurements`` for Keras cases:
     per-epoch times, loss and accuracy, images/s, per-rank weight digests, global batch
@@ -66,9 +69,10 @@ from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from
 SCHEMA_VERSION = 1
 
 
-PHASES = ("startup", "load", "fit", "predict", "epoch")
+PHASES = ("startup", "load", "place", "fit", "predict", "epoch")
 """Phases a case may time. ``startup``: process start until the runner is ready (one sample);
-``load``: dataset load or cache read (one sample); ``fit`` / ``predict``: one sample per counted
+``load``: dataset load or cache read (one sample); ``place``: sending the data's row blocks to
+the workers of a case trained on several workers (one sample); ``fit`` / ``predict``: one sample per counted
 repeat; ``epoch``: one sample per counted epoch (the first epoch is warm-up)."""
 
 
@@ -414,6 +418,8 @@ class CaseResult(JSONRecord):
     repeat_prediction_digests: tuple[str, ...] = ()
     peak_host_memory_bytes: int | None = None
     peak_gpu_memory_bytes: int | None = None
+    worker_peak_memory_bytes: tuple[int, ...] = ()   # each worker process's, on several workers
+    workers_started_by: str = ""                  # local-processes | srun | mpirun (several workers)
     threads: int | None = None
     thread_pools: tuple[tuple[str, int], ...] = ()   # (threadpoolctl api/library, num_threads)
     environment: Environment | None = None

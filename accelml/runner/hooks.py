@@ -70,6 +70,8 @@ class Measurements:
     task: str = ""          # classification, regression, clustering, decomposition
     iterations: int | None = None   # iterations of the last fit (iterative algorithms)
     warmup_note: str = ""           # why a phase's first run counted (it already took seconds)
+    worker_peak_memory_bytes: tuple[int, ...] = ()   # each worker process's, on several workers
+    workers_started_by: str = ""                     # local-processes | srun | mpirun
 
 
 def measurer_for(backend: str) -> Callable[[Case, MeasureContext], Measurements] | None:

@@ -43,10 +43,10 @@ from accelml.results.records import (
     CaseResult,
     FailureKind,
     PhaseTiming,
-    Score,
     utc_now,
 )
 from accelml.results.store import array_digest, array_to_npy_bytes
+from accelml.runner.dask_workers import measure_on_workers
 from accelml.runner.determinism import apply as apply_deterministic_mode
 from accelml.runner.environment import fingerprint
 from accelml.runner.hooks import MeasureContext, Measurements, measurer_for
@@ -57,6 +57,7 @@ from accelml.runner.measure import (
     repeat_until_stable,
 )
 from accelml.runner.process import CaseDocument, CaseInput
+from accelml.runner.scores import scores_for
 from accelml.scratch import kill_tree
 
 PREDICT_METHOD = {"decomposition": "transform"}
@@ -66,49 +67,6 @@ def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     first = text[0] if text else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
-
-
-def scores_for(task: str, estimator: Any, X_test: np.ndarray, y_test: np.ndarray | None,
-               predictions: np.ndarray | None) -> tuple[list[Score], dict[str, np.ndarray]]:
-    """Scores that fit the task, and extra arrays worth keeping (probabilities)."""
-    from sklearn import metrics
-
-    scores: list[Score] = []
-    extra: dict[str, np.ndarray] = {}
-    if task == "classification" and y_test is not None and predictions is not None:
-        scores.append(Score("accuracy", float(metrics.accuracy_score(y_test, predictions)), True))
-        scores.append(Score("balanced_accuracy",
-                            float(metrics.balanced_accuracy_score(y_test, predictions)), True))
-        if hasattr(estimator, "predict_proba"):
-            try:
-                probabilities = np.asarray(host_copy(estimator.predict_proba(X_test)))
-            except (AttributeError, NotImplementedError):
-                probabilities = None
-            if probabilities is not None:
-                extra["probabilities"] = probabilities
-                labels = getattr(estimator, "classes_", None)
-                scores.append(Score("log_loss", float(metrics.log_loss(
-                    y_test, probabilities, labels=labels)), False))
-    elif task == "regression" and y_test is not None and predictions is not None:
-        scores.append(Score("r2", float(metrics.r2_score(y_test, predictions)), True))
-        scores.append(Score("rmse", float(np.sqrt(metrics.mean_squared_error(y_test, predictions))),
-                            False))
-    elif task == "clustering":
-        inertia = getattr(estimator, "inertia_", None)
-        if inertia is not None:
-            scores.append(Score("inertia", float(inertia), False))
-        labels = predictions if predictions is not None else getattr(estimator, "labels_", None)
-        if labels is not None:
-            n_clusters = len(set(np.asarray(labels).tolist()) - {-1})
-            scores.append(Score("n_clusters", float(n_clusters), True))
-            if y_test is not None and predictions is not None:
-                scores.append(Score("adjusted_rand", float(metrics.adjusted_rand_score(
-                    y_test, predictions)), True))
-    elif task == "decomposition":
-        ratio = getattr(estimator, "explained_variance_ratio_", None)
-        if ratio is not None:
-            scores.append(Score("explained_variance", float(np.sum(ratio)), True))
-    return scores, extra
 
 
 def fitted_iterations(case: Case, estimator: Estimator) -> int | None:
@@ -278,7 +236,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             # The client already set the environment (before any library was imported here);
             # this seeds Python's and NumPy's global generators.
             apply_deterministic_mode(case, threads=threads)
-        measurer = measurer_for(case.backend) or measure_estimator
+        measurer = measurer_for(case.backend) or (
+            measure_on_workers if case.workers > 1 else measure_estimator)
         with GPUMemorySampler() as gpu_memory:
             if threads is not None:
                 with threadpool_limits(limits=threads):
@@ -309,6 +268,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             predictions=tuple(refs), repeat_prediction_digests=measured.repeat_prediction_digests,
             peak_host_memory_bytes=peak_host_memory_bytes(), peak_gpu_memory_bytes=gpu_memory.peak,
             threads=threads, thread_pools=pools, environment=fingerprint(threads),
+            worker_peak_memory_bytes=measured.worker_peak_memory_bytes,
+            workers_started_by=measured.workers_started_by,
             dataset_info=measured.dataset_info, dl=measured.dl, finished_at=utc_now(),
             stopped_because=measured.stopped_because, iterations=measured.iterations,
             warmup_note=measured.warmup_note,

@@ -356,8 +356,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
         raise spec.error(f"{where}.strategy", "only keras cases take a strategy "
                          "(classical backends run in one process)")
     if not deep and worker_values != [1]:
-        raise spec.error(f"{where}.workers", "only keras cases run on several workers; classical "
-                         "cases take workers = 1 (use threads for cores)")
+        _check_workers(spec, where, algorithm_values, backend_values)
     dataset_values = _as_list(spec, table["dataset"], f"{where}.dataset", (str,), "dataset name")
     for value in dataset_values:
         if value not in datasets:
@@ -423,6 +422,19 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                 seed=defaults["seed"],
             ))
     return cases
+
+
+def _check_workers(spec: _Spec, where: str, algorithms: list[str], backends: list[str]) -> None:
+    """Classical cases on several workers: every backend of the table must train every
+    algorithm of it on workers (its implementation names an ``on_workers`` estimator)."""
+    for backend in backends:
+        record = BACKENDS.get(backend)
+        for algorithm in algorithms:
+            if algorithm in record.implementations and not record.trains_on_workers(algorithm):
+                having = [other.name for other in BACKENDS.records() if other.trains_on_workers(algorithm)]
+                raise spec.error(f"{where}.workers", f"backend {backend!r} trains {algorithm} in one "
+                                 "process only (use threads for cores); backends that train it on "
+                                 f"several workers: {', '.join(having) or 'none'}")
 
 
 def _check_task(spec: _Spec, where: str, algorithm: str, tasks: dict[str, str],

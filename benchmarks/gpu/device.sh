@@ -7,11 +7,16 @@
 #   benchmarks/gpu/device.sh stash-part FILE            # keep one part of the split xgboost wheel
 #   benchmarks/gpu/device.sh install-xgboost SHA256     # join the parts, check, install
 #   benchmarks/gpu/device.sh horovod-torch WHEEL_DIR    # build Horovod (PyTorch + NCCL) into /tmp/site
+#   benchmarks/gpu/device.sh check-xgboost              # CUDA build, the NCCL it loads, xgboost.dask imports
 #   benchmarks/gpu/device.sh compare SPEC RESULTS [ARGS...]   # python -m accelml compare on the GPUs
 #   benchmarks/gpu/device.sh pack RESULTS TARBALL       # the results dir as one file
 #
 # The xgboost wheel (131 MB, with CUDA) is split with `split -b 48M` to fit the machine's
-# transfer limit, one part per call into /tmp/xgb-parts.
+# transfer limit, one part per call into /tmp/xgb-parts. XGBoost on several GPUs
+# (experiments/xgboost_scaling.toml) needs nothing more: its dask workers are plain
+# distributed processes pinned to one GPU each (no dask-cuda), xgboost.dask's pandas and
+# pyarrow are in the machine's image, and XGBoost loads NCCL from the image's nvidia-nccl
+# package (check-xgboost prints the path it will load).
 set -euo pipefail
 site=/tmp/site
 parts=/tmp/xgb-parts
@@ -28,6 +33,11 @@ case "${1:-}" in
     cat "$parts"/xgb.part-* > "$wheel"
     echo "${2:?sha256}  $wheel" | sha256sum -c -
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheel" ;;
+  check-xgboost)
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    python3 -c "import xgboost, xgboost.dask, xgboost.collective as c; i = xgboost.build_info(); \
+print(xgboost.__version__, 'USE_CUDA', i.get('USE_CUDA'), 'USE_DLOPEN_NCCL', i.get('USE_DLOPEN_NCCL'), \
+'nccl', c._find_nccl())" ;;
   horovod-torch)
     bash "$repo/benchmarks/gpu/build-horovod-torch-nccl.sh" "${2:?wheel dir}" "$site" ;;
   compare)
@@ -38,5 +48,5 @@ case "${1:-}" in
   pack)
     tar -czf "${3:?tarball}" -C "$(dirname "${2:?results dir}")" "$(basename "$2")" ;;
   *)
-    sed -n '2,14p' "$0"; exit 2 ;;
+    sed -n '2,19p' "$0"; exit 2 ;;
 esac

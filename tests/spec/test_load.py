@@ -146,7 +146,8 @@ def test_keras_cases_take_workers_strategy_and_training_keys():
     with pytest.raises(SpecError, match=r"cases\[0\]: training keras_backend must be one of "
                                         r"tensorflow, torch for strategy 'horovod', not 'jax'"):
         load(text.replace('lr_scaling = "sqrt"', 'keras_backend = "jax"'))
-    with pytest.raises(SpecError, match="cases\\[0\\].workers: only keras"):
+    with pytest.raises(SpecError, match="cases\\[0\\].workers: backend 'sklearn' trains kmeans in "
+                                        "one process only"):
         load(VALID.replace('dataset = "blobs"', 'dataset = "blobs"\nworkers = 2'))
 
 
@@ -154,7 +155,8 @@ def test_shipped_specs_validate():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    for name in ("smoke", "classical_cpu", "gpu_boosting"):
+    for name in ("smoke", "classical_cpu", "gpu_boosting", "xgboost_gpu", "xgboost_scaling",
+                 "xgboost_scaling_check"):
         assert load_spec(root / "experiments" / f"{name}.toml").cases, name
     assert load_spec(None).reference == "sklearn"
 

@@ -1,0 +1,269 @@
+"""Train a classical case on N workers of a dask cluster that the case process starts itself.
+
+A case with ``workers = N > 1`` whose backend trains the algorithm on several workers (its
+implementation names an ``on_workers`` estimator, e.g. ``xgboost.dask``'s) is measured here,
+in its own case process like every case. That process starts a private dask cluster of N
+worker processes, partitions the data over them, trains through
+:meth:`accelml.estimators.Estimator.fit_on_workers`, gathers the predictions and tears the
+cluster down. The cluster belongs to the case rather than to the comparison's executor: a
+case's workers must not be shared with other cases nor outlive it, and a job-queue job
+already holds the N ranks of a multi-rank case (:class:`accelml.executors.resources.CaseNeeds`
+gives such a case ``ranks = workers``), exactly as for a multi-rank deep-learning case.
+
+How the workers start (:func:`launcher`):
+
+- ``local-processes`` (default): N processes on this machine (a dask ``SpecCluster`` of
+  nannies); on ``cuda`` worker i sees only the i-th visible GPU (``CUDA_VISIBLE_DEVICES``),
+  so there is one worker per GPU and nothing more to install;
+- ``srun`` / ``mpirun``: inside a job-queue job of N ranks (the job script exports
+  ``ACCELML_RANK_LAUNCHER``) the scheduler runs in the case process and each rank runs
+  ``python -m distributed.cli.dask_worker`` (one GPU per rank on ``cuda``); the ranks may
+  be on several nodes.
+
+Threads: each worker gets the case's ``threads`` (cores per rank); unset, local workers
+split this machine's cores evenly and job-queue ranks take ``SLURM_CPUS_PER_TASK`` (else 1).
+
+Timed phases (besides ``startup`` and ``load``, as for every case): ``place``, cutting
+``X_train``, ``y_train`` and ``X_test`` into N row blocks and sending block i to worker i
+(one sample); ``fit``, training on the placed blocks (per repeat); ``predict``, predicting
+the placed test rows and gathering them into this process (per repeat). Each worker's peak
+resident memory is recorded (``CaseResult.worker_peak_memory_bytes``), the case process's
+own in ``peak_host_memory_bytes``.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from accelml.cases import Case
+from accelml.datasets import load_dataset
+from accelml.errors import AccelmlError, UnavailableError
+from accelml.estimators import Estimator, get_backend, task_of
+from accelml.executors.tls import TemporaryCredentials
+from accelml.probe import list_gpus
+from accelml.results.records import PhaseTiming
+from accelml.results.store import array_digest
+from accelml.runner.hooks import MeasureContext, Measurements
+from accelml.runner.measure import host_copy, repeat_until_stable
+from accelml.runner.scores import scores_for
+
+LOCAL_PROCESSES = "local-processes"
+JOB_LAUNCHERS = ("srun", "mpirun")
+LAUNCHER_VARIABLE = "ACCELML_RANK_LAUNCHER"
+"""Set by a job-queue job of several ranks to the command that starts them (``srun``/``mpirun``)."""
+
+WORKER_START_S = 120.0
+QUIET = {"DASK_LOGGING__DISTRIBUTED": "warning"}
+
+
+def launcher() -> str:
+    """What starts the workers here: the job's rank launcher inside a job-queue job of
+    several ranks, else local processes.
+
+    >>> os.environ.pop(LAUNCHER_VARIABLE, None) and None
+    >>> launcher()
+    'local-processes'
+    """
+    named = os.environ.get(LAUNCHER_VARIABLE, "")
+    return named if named in JOB_LAUNCHERS else LOCAL_PROCESSES
+
+
+def threads_per_worker(threads: int | None, workers: int, how: str) -> int:
+    """Threads of each worker: the case's ``threads``, else an even share of this machine's
+    cores (local processes) or the job's cores per rank (job-queue ranks).
+
+    >>> threads_per_worker(4, 2, "local-processes")
+    4
+    >>> threads_per_worker(None, 2, "local-processes") == max(1, (os.cpu_count() or 1) // 2)
+    True
+    """
+    if threads is not None:
+        return threads
+    if how == LOCAL_PROCESSES:
+        return max(1, (os.cpu_count() or 1) // workers)
+    return int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1)
+
+
+def visible_gpus(workers: int) -> tuple[str, ...]:
+    """The GPU ids local worker i is pinned to (the i-th visible GPU); an
+    :class:`UnavailableError` where fewer than ``workers`` GPUs are visible."""
+    found, reason = list_gpus()
+    ids = [str(gpu.index) for gpu in found]
+    if len(ids) < workers:
+        raise UnavailableError(f"needs {workers} GPU(s), one per worker; {len(ids)} visible here"
+                               + (f" ({reason})" if reason else ""))
+    return tuple(ids[:workers])
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory (run on each worker)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+@contextmanager
+def dask_cluster(workers: int, threads: int, device: str, how: str, workdir: str) -> Iterator[Any]:
+    """A dask ``Client`` connected to ``workers`` fresh worker processes, closed on exit
+    (local ones on this host's loopback; ranks of a job over mutual TLS, whose credentials
+    are written under ``workdir``)."""
+    from distributed import Client, Nanny, Scheduler, SpecCluster
+
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    on_gpu = device == "cuda"
+    if how == LOCAL_PROCESSES:
+        gpus = visible_gpus(workers) if on_gpu else ("",) * workers
+        specs = {f"worker-{index}": {"cls": Nanny, "options": {
+            "nthreads": threads, "memory_limit": 0, "host": "127.0.0.1",
+            "env": {**QUIET, **({"CUDA_VISIBLE_DEVICES": gpu} if on_gpu else {})}}}
+            for index, gpu in enumerate(gpus)}
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None, "host": "127.0.0.1"}}
+        with SpecCluster(workers=specs, scheduler=scheduler) as cluster, Client(cluster) as client:
+            client.wait_for_workers(workers, timeout=WORKER_START_S)
+            yield client
+        return
+    # The scheduler listens beyond this host: mutual TLS with credentials only this user
+    # can read, in the case's own directory (which the ranks must see, as the job's do).
+    with TemporaryCredentials.create(workdir) as credentials:
+        security = credentials.security()
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None, "protocol": "tls://",
+                                                    "security": security}}
+        with SpecCluster(workers={}, scheduler=scheduler, security=security) as cluster, \
+                Client(cluster, security=security) as client:
+            command = _rank_command(how, workers, threads, on_gpu, cluster.scheduler_address) + [
+                "--protocol", "tls://", "--tls-ca-file", credentials.ca_file,
+                "--tls-cert", credentials.cert_file, "--tls-key", credentials.key_file]
+            yield from _ranks_connected(client, command, workers, how)
+
+
+def _ranks_connected(client: Any, command: list[str], workers: int, how: str) -> Iterator[Any]:
+    """Start the ranks, yield ``client`` once all have connected, stop them afterwards."""
+    ranks = subprocess.Popen(command, env={**os.environ, **QUIET}, start_new_session=True)
+    try:
+        _wait_for_ranks(client, ranks, workers, how)
+        yield client
+    finally:
+        client.retire_workers(close_workers=True)
+        try:
+            ranks.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(ranks.pid, 9)
+            ranks.wait()
+
+
+def _rank_command(how: str, workers: int, threads: int, on_gpu: bool, address: str) -> list[str]:
+    tool = shutil.which(how)
+    if tool is None:
+        raise UnavailableError(f"{how} is not on PATH (the job names it as its rank launcher)")
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
+              str(threads), "--no-nanny", "--memory-limit", "0", "--no-dashboard"]
+    if how == "srun":
+        gpus = ["--gpus-per-task=1"] if on_gpu else []
+        return [tool, f"--ntasks={workers}", "--kill-on-bad-exit=1"] + gpus + worker
+    as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    exported = [arg for name in ("PATH", "PYTHONPATH", *QUIET) for arg in ("-x", name)]
+    return [tool, "-np", str(workers), "-bind-to", "none", "-map-by", "slot"] + as_root + exported + worker
+
+
+def _wait_for_ranks(client: Any, ranks: subprocess.Popen[bytes], workers: int, how: str) -> None:
+    deadline = time.monotonic() + WORKER_START_S
+    while len(client.scheduler_info(n_workers=-1)["workers"]) < workers:
+        if ranks.poll() is not None:
+            raise RuntimeError(f"{how} ended (exit {ranks.returncode}) before its {workers} dask "
+                               "workers connected")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{workers} dask workers started by {how} did not connect within "
+                               f"{WORKER_START_S:.0f} s")
+        time.sleep(0.1)
+
+
+def place(client: Any, array: np.ndarray, addresses: list[str]) -> Any:
+    """``array`` as a dask array of ``len(addresses)`` row blocks, block i held by worker i
+    (sent now: the call returns once every block is on its worker)."""
+    import dask.array as da
+    from dask.delayed import delayed
+
+    blocks = np.array_split(array, len(addresses))
+    futures = [client.scatter(block, workers=[address], direct=True)
+               for block, address in zip(blocks, addresses, strict=True)]
+    return da.concatenate([da.from_delayed(delayed(future), shape=block.shape, dtype=block.dtype)
+                           for future, block in zip(futures, blocks, strict=True)])
+
+
+def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
+    """Load the data, start the case's cluster, place the data, then warm up and repeat
+    fit and predict on the workers."""
+    from sklearn.base import clone
+
+    task = task_of(case.algorithm)
+    how = launcher()
+    threads = threads_per_worker(context.threads, case.workers, how)
+    params: dict[str, object] = dict(case.params_dict)
+    implementation = get_backend(case.backend).implementations[case.algorithm]
+    if "n_jobs" in implementation.params and "n_jobs" not in params:
+        params["n_jobs"] = threads
+    template = Estimator(case.algorithm, backend=case.backend, device=case.device,
+                         library_params=dict(case.library_params) or None, **params)
+    template.check_available()
+    started = time.perf_counter()
+    data = load_dataset(case.dataset.name, case.dataset.source, dict(case.dataset.options),
+                        cache_dir=context.cache_dir)
+    load_seconds = time.perf_counter() - started
+    if data.y_train is None:
+        raise AccelmlError(f"{case.algorithm} trains on labelled data; dataset "
+                           f"{case.dataset.name!r} has no labels")
+    library = implementation.on_workers.partition(":")[0]
+    with dask_cluster(case.workers, threads, case.device, how, context.workdir) as client:
+        addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        client.run(importlib.import_module, library)   # imported before any clock starts
+        started = time.perf_counter()
+        X_train, X_test = place(client, data.X_train, addresses), place(client, data.X_test, addresses)
+        y_train = place(client, data.y_train, addresses)
+        place_seconds = time.perf_counter() - started
+        state: dict[str, Any] = {"digests": []}
+
+        def one_round(index: int) -> dict[str, float]:
+            estimator = clone(template)
+            gc.collect()
+            t0 = time.perf_counter()
+            estimator.fit_on_workers(client, X_train, y_train)
+            t1 = time.perf_counter()
+            predictions = np.asarray(host_copy(estimator.predict(X_test)))
+            t2 = time.perf_counter()
+            if index >= 0:
+                state["digests"].append(array_digest(predictions))
+            state["estimator"], state["predictions"] = estimator, predictions
+            return {"fit": t1 - t0, "predict": t2 - t1}
+
+        policy = case.repeats
+        outcome = repeat_until_stable(
+            one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
+            target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
+            max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
+        )
+        predictions = state["predictions"]
+        scores, extra = scores_for(task, state["estimator"], X_test, data.y_test, predictions)
+        peaks = client.run(_peak_rss_bytes)
+        worker_peaks = tuple(int(peaks[address]) for address in addresses)
+    timings = (PhaseTiming.from_samples("load", [load_seconds]),
+               PhaseTiming.from_samples("place", [place_seconds]),
+               outcome.timings["fit"], outcome.timings["predict"])
+    return Measurements(
+        timings=timings, repeats=outcome.rounds, warmup=outcome.warmup_rounds,
+        scores=tuple(scores), arrays=(("predictions", predictions), *sorted(extra.items())),
+        repeat_prediction_digests=tuple(state["digests"]), dataset_info=data.info, task=task,
+        stopped_because=outcome.stopped_because, worker_peak_memory_bytes=worker_peaks,
+        workers_started_by=how,
+    )

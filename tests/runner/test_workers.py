@@ -1,0 +1,143 @@
+"""XGBoost on 1 and 2 workers (xgboost.dask on a dask cluster the case process starts):
+locally and inside a real SLURM job, with the cross-scale agreement in the matrix and the
+baseline, and a negative control on other data."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+from accelml.compare import run_experiment
+from accelml.errors import SpecError
+from accelml.executors.config import load_cluster_settings
+from accelml.executors.resources import CaseNeeds
+from accelml.report.baseline import make_baseline
+from accelml.report.repro import agreement_matrix, compare_results
+from accelml.report.table import build_rows
+from accelml.results.store import ResultsStore
+from accelml.spec.load import load_spec_text
+
+DATA = """
+[datasets.{name}]
+source = "generated"
+generator = "classification"
+n_samples = 4000
+n_features = 8
+n_informative = 5
+seed = {seed}
+dtype = "float32"
+"""
+
+SPEC = """
+name = "xgboost_workers"
+reference = "xgboost"
+repeats = 1
+warmup = 0
+threads = 1
+""" + DATA.format(name="data", seed=0) + DATA.format(name="other", seed=1) + """
+[[cases]]
+algorithm = "gradient_boosting_classifier"
+backend = "xgboost"
+workers = [1, 2]
+dataset = "data"
+params = {n_estimators = 30, max_depth = 6, max_leaf_nodes = 63, max_bins = 32, random_state = 0}
+"""
+
+OTHER_DATA = """
+[[cases]]
+algorithm = "gradient_boosting_classifier"
+backend = "xgboost"
+dataset = "other"
+params = {n_estimators = 30, max_depth = 6, max_leaf_nodes = 63, max_bins = 32, random_state = 0}
+"""
+
+
+def run(tmp_path, kind, text=SPEC):
+    experiment = load_spec_text(text, "workers.toml")
+    store = ResultsStore(tmp_path / f"results-{kind}")
+    table = {"kind": kind, "jobs": 1}
+    if kind == "slurm":
+        table.update({"worker-start-timeout": 300, "shared-directory": str(tmp_path / "jobs")})
+    settings = load_cluster_settings(spec_table=table)
+    record = run_experiment(experiment, store, settings=settings, cache_dir=str(tmp_path / "cache"))
+    return store, record.run_id, {(r.workers, r.dataset): r for r in store.case_results(record.run_id)}
+
+
+def check_two_workers(result, started_by):
+    assert result.ok, result.reason
+    phases = {timing.phase: timing for timing in result.timings}
+    assert {"load", "place", "fit", "predict"} <= set(phases)
+    assert len(phases["fit"].samples) == result.repeats >= 1
+    assert result.workers_started_by == started_by
+    assert len(result.worker_peak_memory_bytes) == 2
+    assert all(peak > 10 * 2**20 for peak in result.worker_peak_memory_bytes)
+    assert result.prediction().shape == (1000,)
+
+
+def check_cross_scale(store, run_id, one, two):
+    matrix = agreement_matrix(store, run_id)
+    (row,) = matrix.cross_scale
+    assert (row.a.case_id, row.b.case_id) == (one.case_id, two.case_id)
+    assert not row.expectation.bitwise
+    assert "quantile sketch" in row.expectation.reason and "1 vs 2 workers" in row.expectation.reason
+    assert row.value("label_agreement") > 0.95
+    assert row.reading("max_abs_diff") is not None and row.reading("score_difference") is not None
+    assert not matrix.unexpected
+    assert "cross-scale" in matrix.format()
+    baseline = make_baseline(store, run_id)
+    (kept,) = [entry for entry in baseline.comparisons if entry.kind == "cross-scale"]
+    assert dict(kept.values)["label_agreement"] == row.value("label_agreement")
+    return row
+
+
+def test_one_and_two_local_workers_agree_and_other_data_does_not(tmp_path):
+    store, run_id, results = run(tmp_path, "local", SPEC + OTHER_DATA)
+    one, two, other = results[1, "data"], results[2, "data"], results[1, "other"]
+    assert one.ok and one.workers_started_by == "" and not one.worker_peak_memory_bytes
+    check_two_workers(two, "local-processes")
+    row = check_cross_scale(store, run_id, one, two)
+    # the table shows the 2-worker case against its 1-worker case: scaling and agreement
+    (shown,) = [r for r in build_rows(store, results.values(), "xgboost") if r.case_id == two.case_id]
+    assert shown.speedup == one.timing("fit").median / two.timing("fit").median
+    assert shown.efficiency == shown.speedup / 2
+    assert shown.agreement.kind == "label_agreement"
+    assert shown.agreement.value == row.value("label_agreement")
+    # the negative control: the 1-worker training on other data is far from the 2-worker answer
+    assert other.ok
+    control = compare_results(store, other, store, two, kind="cross-scale")
+    assert control.value("label_agreement") < 0.8 < row.value("label_agreement")
+    assert "the dataset differs" in control.expectation.reason
+
+
+@pytest.mark.slurm
+def test_two_workers_start_as_ranks_of_their_slurm_job(slurm_available, tmp_path):
+    store, run_id, results = run(tmp_path, "slurm")
+    one, two = results[1, "data"], results[2, "data"]
+    assert one.ok and one.environment.slurm_job_id
+    check_two_workers(two, "srun")
+    assert two.environment.slurm_job_id
+    check_cross_scale(store, run_id, one, two)
+
+
+def test_a_two_worker_case_asks_its_job_for_two_ranks():
+    (one, two) = load_spec_text(SPEC, "workers.toml").cases
+    assert CaseNeeds.of_case(one).ranks == 1
+    needs = CaseNeeds.of_case(two)
+    assert (needs.ranks, needs.cores, needs.gpus) == (2, 1, 0)
+
+
+def test_backends_that_train_in_one_process_refuse_several_workers():
+    text = SPEC.replace('backend = "xgboost"', 'backend = "sklearn"').replace(
+        'reference = "xgboost"', 'reference = "sklearn"')
+    with pytest.raises(SpecError, match="trains gradient_boosting_classifier in one process only.*"
+                                        "several workers: xgboost"):
+        load_spec_text(text, "workers.toml")
+
+
+@pytest.mark.parametrize("name", ["accelml.runner.dask_workers", "accelml.runner.scores",
+                                  "accelml.expectations", "accelml.estimators.xgboost"])
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
