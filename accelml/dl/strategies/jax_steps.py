@@ -375,12 +375,13 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
     def average_moving(state: State) -> State:
         return state[0], average(state[1]), state[2]
 
+    # host copies: the step donates its state, which must not take the model's own buffers
     state: State = (
-        jax.device_put([v.value for v in variables], replicated),
+        jax.device_put([np.asarray(v.value) for v in variables], replicated),
         jax.device_put([np.stack([np.asarray(v.value)] * workers)
                         for v in model.non_trainable_variables], split),
-        [jax.device_put(np.concatenate([np.asarray(v.value)] * workers) if s else v.value,
-                        split if s else replicated)
+        [jax.device_put(np.concatenate([np.asarray(v.value)] * workers) if s
+                        else np.asarray(v.value), split if s else replicated)
          for v, s in zip(updater.variables, split_slots, strict=True)])
 
     def shared(state: State) -> State:
@@ -402,7 +403,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     per_device = config.strategy == "jax-pmean"
     options = StepOptions.of(config)
     if config.device == "gpu":
-        _overlap_collectives_with_compute(options)
+        set_gpu_xla_flags(options)
     try:
         import jax
         import jax.numpy as jnp
@@ -550,7 +551,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         devices=tuple(str(d) for d in devices))
 
 
-def _overlap_collectives_with_compute(options: StepOptions) -> None:
+def set_gpu_xla_flags(options: StepOptions) -> None:
     """Let XLA schedule the gradient reduction while the backward pass still runs, and keep
     its combiners from merging buckets (:attr:`StepOptions.xla_flags`).
 
