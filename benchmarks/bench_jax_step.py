@@ -206,12 +206,18 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
         dispatched = time.perf_counter() - start
         jax.block_until_ready((state, totals))
         step_s = (time.perf_counter() - start) / steps
+        profile: dict[str, float] = {}
         if profile_dir:
-            with jax.profiler.trace(os.path.join(profile_dir, f"{workers}x{variant.batch}-"
-                                                 f"{variant.label.replace(' ', '_')}")):
-                for s in range(5):
+            where = os.path.join(profile_dir, f"{workers}x{variant.batch}-"
+                                 f"{variant.label.replace(' ', '_')}")
+            with jax.profiler.trace(where, create_perfetto_trace=True):
+                for s in range(PROFILED_STEPS):
                     state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
                 jax.block_until_ready((state, totals))
+            try:
+                profile = summarise_trace(where, PROFILED_STEPS)
+            except (OSError, ValueError, KeyError) as error:
+                print(f"profile of {variant.label}: not summarised ({error})", file=sys.stderr)
         stats = devices[0].memory_stats() or {}
         row = {**dataclasses.asdict(variant), "workers": workers, "label": variant.label,
                "xla_flags": os.environ.get("XLA_FLAGS", ""), "steps": steps,
@@ -219,13 +225,77 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
                "images_per_s": workers * variant.batch / step_s, "compile_s": compile_s,
                "gflop_per_image": flops / variant.batch / 1e9,
                "tflops_per_gpu": flops / step_s / 1e12,
-               "peak_gib_gpu0": stats.get("peak_bytes_in_use", 0) / 2**30,
+               "peak_gib_gpu0": stats.get("peak_bytes_in_use", 0) / 2**30, "profile": profile,
                "device": devices[0].device_kind, "jax": jax.__version__,
                "keras": keras.__version__}
         with open(rows_path, "a") as handle:
             handle.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
         del program, state, totals, compiled, lowered, x, y
+
+
+PROFILED_STEPS = 5
+KERNEL_KINDS = (("collective", ("nccl",)),
+                ("convolution", ("xmma", "conv", "cudnn", "implicit", "dgrad", "wgrad", "fprop")),
+                ("matmul", ("gemm", "cutlass", "cublas")),
+                ("copy", ("memcpy", "memset")))
+"""Kernel names (lower case) by what they do; other kernels are XLA's fusions."""
+
+
+def _union_ms(spans: list[tuple[float, float]]) -> float:
+    """Milliseconds covered by ``(start, end)`` spans in microseconds.
+
+    >>> _union_ms([(0, 1000), (500, 2000), (3000, 4000)])
+    3.0
+    """
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total / 1e3
+
+
+def summarise_trace(directory: str, steps: int) -> dict[str, float]:
+    """Where the first GPU's time went in a ``jax.profiler`` trace under ``directory``, in ms
+    per step: kernel time by kind (:data:`KERNEL_KINDS`, overlaps counted in each), the
+    time any kernel runs, collectives running while no other kernel does (``exposed
+    collective``) and the GPU's idle time within the traced span."""
+    import glob
+    import gzip
+
+    paths = sorted(glob.glob(os.path.join(directory, "**", "perfetto_trace.json.gz"),
+                             recursive=True))
+    if not paths:
+        raise ValueError("no perfetto_trace.json.gz")
+    with gzip.open(paths[-1]) as handle:
+        events = json.load(handle)["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    gpus = sorted(pid for pid, name in names.items() if "GPU" in name or "gpu" in name)
+    if not gpus:
+        raise ValueError("no GPU in the trace")
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    kernels = [e for e in events if e.get("ph") == "X" and e["pid"] == gpus[0]
+               and threads.get((e["pid"], e.get("tid")), "").startswith("Stream")]
+    if not kernels:
+        raise ValueError("no stream events for the first GPU")
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for event in kernels:
+        name = event["name"].lower()
+        kind = next((k for k, marks in KERNEL_KINDS if any(m in name for m in marks)), "fusion")
+        spans.setdefault(kind, []).append((event["ts"], event["ts"] + event["dur"]))
+    every = [span for kind_spans in spans.values() for span in kind_spans]
+    compute = [span for kind, kind_spans in spans.items() if kind != "collective"
+               for span in kind_spans]
+    first, last = min(s for s, _ in every), max(e for _, e in every)
+    busy = _union_ms(every)
+    summary = {kind: _union_ms(kind_spans) / steps for kind, kind_spans in spans.items()}
+    summary["busy"] = busy / steps
+    summary["exposed collective"] = (busy - _union_ms(compute)) / steps
+    summary["idle"] = ((last - first) / 1e3 - busy) / steps
+    return summary
 
 
 def run_set(args: argparse.Namespace) -> int:
@@ -286,7 +356,8 @@ def _print_table(rows: list[dict], args: argparse.Namespace) -> None:
             single.setdefault((r["batch"], r["precision"]), r["images_per_s"])
     device = rows[0]["device"] if rows else "?"
     print(f"\n{device}, {args.model} {args.image_size}x{args.image_size}, {args.steps} timed "
-          f"steps; efficiency against 1 GPU at the same batch in this run; peak "
+          f"steps; eff: img/s per GPU against the first 1-GPU row at the same batch and "
+          f"precision (for 1-GPU rows, their speed-up over it); peak "
           f"{args.peak_tflops:g} TFLOP/s")
     print(f"{'GPUs':>4} {'batch':>5} {'gradient reduction':<28} {'group':<18} {'prec':<5} "
           f"{'step ms':>8} {'img/s':>8} {'eff':>5} {'TFLOP/s':>8} {'peak':>5} "
@@ -299,6 +370,16 @@ def _print_table(rows: list[dict], args: argparse.Namespace) -> None:
               f"{precision:<5} {r['step_ms']:>8.2f} {r['images_per_s']:>8.0f} {efficiency} "
               f"{r['tflops_per_gpu']:>8.1f} {r['tflops_per_gpu'] / args.peak_tflops:>5.1%} "
               f"{r['compile_s']:>6.0f}s {r['peak_gib_gpu0']:>5.1f}")
+    profiled = [r for r in rows if r.get("profile")]
+    if profiled:
+        kinds = sorted({k for r in profiled for k in r["profile"]})
+        print(f"\nGPU 0 per step, ms ({PROFILED_STEPS} profiled steps; kinds overlap, "
+              f"'exposed collective' runs while no other kernel does):")
+        print(f"{'GPUs':>4} {'batch':>5} {'gradient reduction':<28} "
+              + " ".join(f"{k[:12]:>12}" for k in kinds))
+        for r in profiled:
+            print(f"{r['workers']:>4} {r['batch']:>5} {r['label']:<28} "
+                  + " ".join(f"{r['profile'].get(k, 0.0):>12.2f}" for k in kinds))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,8 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--platform", default="gpu", help="cpu only to try the script out")
     parser.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS)
     parser.add_argument("--out", help="append the rows (JSON lines) here")
-    parser.add_argument("--profile", help="write a jax.profiler trace of 5 more steps of "
-                        "each variant under this directory")
+    parser.add_argument("--profile", help="trace 5 more steps of each variant with "
+                        "jax.profiler under this directory and print where GPU 0's time goes")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--rows", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
