@@ -19,7 +19,7 @@ from accelml.dl.common import (
     Clock,
     EpochLog,
     end_epoch,
-    learning_rate_value,
+    fit_epoch_callback,
     make_learning_rate,
     make_optimizer,
     rank_result,
@@ -76,22 +76,12 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
 
     records: list[EpochRecord] = []
     log = EpochLog(config.output_dir)
-    epoch_clock = Clock()
 
-    def start_epoch(epoch: int, logs: dict[str, float] | None) -> None:
-        nonlocal epoch_clock
-        epoch_clock = Clock()
-
-    def finish_epoch(epoch: int, logs: dict[str, float]) -> None:
-        record = EpochRecord(epoch, epoch_clock.seconds(), float(logs["loss"]),
-                             float(logs["accuracy"]),
-                             learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
-                             steps * batch)
+    def finish_epoch(record: EpochRecord) -> None:
         records.append(record)
         end_epoch(config, record, model, log, rank=0, output_dir=config.output_dir)
 
-    callbacks = [keras.callbacks.LambdaCallback(on_epoch_begin=start_epoch,
-                                                on_epoch_end=finish_epoch)]
+    callbacks = [fit_epoch_callback(keras, learning_rate, steps, steps * batch, finish_epoch)]
     if config.output_dir is not None and config.tensorboard:
         try:
             callbacks.append(keras.callbacks.TensorBoard(
