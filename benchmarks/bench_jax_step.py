@@ -98,6 +98,8 @@ SETS: dict[str, tuple[Group, ...]] = {
                                Variant(ALL, 512, "reduce-scatter", "bfloat16"),
                                Variant(2, 256, "buckets", "bfloat16"))),
         Group("buckets 8MB fp32", (Variant(ALL, 256, "buckets", bucket_mb=8),)),
+        Group("collectives first", (Variant(ALL, 256, "buckets", "bfloat16"),),
+              flags="--xla_gpu_enable_highest_priority_async_stream=true"),
         Group("no latency hiding", (Variant(ALL, 256, "buckets", "bfloat16"),),
               flags="--xla_gpu_enable_latency_hiding_scheduler=false"),
     ),
