@@ -25,3 +25,14 @@ def test_keras_fit_trains_from_numpy_on_the_engine_asked_for(engine, image_size)
 def test_keras_fit_runs_on_one_device():
     with pytest.raises(SpecError, match="workers must be 1 for strategy 'keras-fit'"):
         TrainingConfig(strategy="keras-fit", workers=2)
+
+
+def test_keras_fit_in_deterministic_mode_repeats_bitwise():
+    # the record promises bitwise repeats: same seed, same shuffles, same final weights
+    pytest.importorskip("jax", reason="jax is not installed")
+    config = TrainingConfig(strategy="keras-fit", keras_backend="jax", model="mlp",
+                            dataset="digits", batch_size=32, epochs=2, seed=3,
+                            deterministic=True, time_limit_s=240)
+    first, second = launch(config), launch(config)
+    assert first.weights_digest == second.weights_digest
+    assert launch(config.replace(seed=4)).weights_digest != first.weights_digest
