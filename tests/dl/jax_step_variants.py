@@ -52,12 +52,11 @@ def train(options: StepOptions) -> tuple[bool, list[np.ndarray], list[np.ndarray
                                      jax.device_put(np.int32(step), replicated))
         jax.block_until_ready(totals)
     state = program.average_moving(state)
-    trainable, stacked, _ = state
-    agree = all(np.array_equal(np.asarray(shard.data), np.asarray(value.addressable_shards[0].data))
-                for value in trainable for shard in value.addressable_shards)
-    rows = [np.asarray(v) for v in stacked]
-    agree = agree and all(np.array_equal(row[0], row[d]) for row in rows for d in range(workers))
-    trained = [np.asarray(v) for v in trainable] + [row[0] for row in rows]
+    # each device's own copy of every variable, one row per device
+    trainable, stacked, _ = program.device_copies(state)
+    rows = [np.asarray(v) for v in trainable + stacked]
+    agree = all(np.array_equal(row[0], row[d]) for row in rows for d in range(workers))
+    trained = [row[0] for row in rows]
     by_id = {id(v): i for i, v in enumerate(model.trainable_variables + model.non_trainable_variables)}
     initial_in_order = [initial[[id(w) for w in model.weights].index(i)] for i in by_id]
     # the shared state rebuilds the optimizer's own variables: a sharded slot must come back

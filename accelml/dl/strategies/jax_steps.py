@@ -93,9 +93,10 @@ GRADIENT_REDUCTIONS = (ALLREDUCE, BUCKETS, REDUCE_SCATTER)
 ``allreduce``: one mean per variable (XLA's combiner merges them); ``buckets``: the gradients
 in backward order (last layer first), flattened into buckets of ``gradient_bucket_mb``, one
 all-reduce per bucket, so that a bucket can travel while the backward pass still computes the
-next; ``reduce-scatter`` (ZeRO-1): each bucket is reduce-scattered, every device updates its
-1/N of each variable with its 1/N of the optimizer state, and the updated weights are
-all-gathered. ``none`` (benchmarks only) averages nothing: the floor that no reduction beats.
+next; ``reduce-scatter`` (ZeRO style): each bucket is reduce-scattered, every device updates
+its 1/N share of each variable with its 1/N of the optimizer state and keeps only its shares;
+the next step starts by all-gathering the weights, bucket by bucket in forward order, which
+can overlap the forward pass. ``none`` (benchmarks only) averages nothing: the floor that no reduction beats.
 """
 
 
@@ -239,7 +240,9 @@ class DeviceStep:
     device; under ``reduce-scatter`` the optimizer state split across the devices).
     ``shared(state)`` is one copy of every model and ``optimizer`` variable in its own shape
     (for storing; after ``average_moving`` all devices agree); ``average_moving(state)``
-    averages the BatchNorm moving statistics across the devices.
+    averages the BatchNorm moving statistics across the devices; ``device_copies(state)``
+    has every model variable as (devices, *shape), each device's row the copy that device
+    trains with (under ``reduce-scatter``: the one it gathers).
     """
 
     optimizer: KerasOptimizer
@@ -247,6 +250,7 @@ class DeviceStep:
     state: State
     shared: Callable[[State], State]
     average_moving: Callable[[State], State]
+    device_copies: Callable[[State], State]
 
 
 def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimizer],
@@ -317,37 +321,36 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
         return jnp.pad(flat, (0, workers * shards[index] - sizes[index])).reshape(
             workers, shards[index])
 
-    def sharded_update(trainable: list[Array], grads: list[Array],
+    def gathered(shares: list[Array]) -> list[Array]:
+        """Every variable whole again from the devices' shares, one all-gather per bucket."""
+        whole = list(shares)
+        for bucket in reversed(buckets):        # forward order: the first layers first
+            mine = jnp.concatenate([shares[i] for i in bucket])
+            rows = jax.lax.all_gather(mine, axis, axis=0, tiled=False)
+            columns = jnp.split(rows, np.cumsum([shards[i] for i in bucket])[:-1], axis=1)
+            for i, column in zip(bucket, columns, strict=True):
+                whole[i] = column.ravel()[:sizes[i]].reshape(shapes[i])
+        return whole
+
+    def sharded_update(shares: list[Array], grads: list[Array],
                        optimizer_vars: list[Array]) -> tuple[list[Array], list[Array]]:
-        device = jax.lax.axis_index(axis)
         grad_shares: list[Array] = list(grads)
-        weight_shares: list[Array] = list(trainable)
         for bucket in buckets:
             rows = jnp.concatenate([padded(travelling(grads[i]), i) for i in bucket], axis=1)
             mine = jax.lax.psum_scatter(rows, axis, scatter_dimension=0, tiled=True)[0]
             pieces = jnp.split(mine, np.cumsum([shards[i] for i in bucket])[:-1])
             for i, piece in zip(bucket, pieces, strict=True):
                 grad_shares[i] = arrived(piece, grads[i])
-                weight_shares[i] = jax.lax.dynamic_index_in_dim(
-                    padded(trainable[i], i), device, keepdims=False)
-        weight_shares, optimizer_vars = updater.stateless_apply(optimizer_vars, grad_shares,
-                                                                weight_shares)
-        updated = list(trainable)
-        for bucket in buckets:
-            mine = jnp.concatenate([weight_shares[i] for i in bucket])
-            rows = jax.lax.all_gather(mine, axis, axis=0, tiled=False)
-            columns = jnp.split(rows, np.cumsum([shards[i] for i in bucket])[:-1], axis=1)
-            for i, column in zip(bucket, columns, strict=True):
-                updated[i] = column.ravel()[:sizes[i]].reshape(shapes[i])
-        return updated, optimizer_vars
+        shares, optimizer_vars = updater.stateless_apply(optimizer_vars, grad_shares, shares)
+        return shares, optimizer_vars
 
     def device_step(state: State, totals: Array, x_block: Array, y_block: Array, order: Array,
                     step: Array) -> tuple[State, Array]:
         trainable, non_trainable, optimizer_vars = state
         images, labels = _take_batch(x_block[0], y_block[0], order[0], step, batch)
         (loss, (predictions, updated)), grads = _gradients(
-            model, loss_fn, trainable, [v[0] for v in non_trainable], preprocess(images),
-            labels)
+            model, loss_fn, gathered(trainable) if sharded else trainable,
+            [v[0] for v in non_trainable], preprocess(images), labels)
         step_totals = _totals(loss, predictions, labels)
         if options.moving_each_step:
             moving = jax.lax.pmean([v for v, f in zip(updated, floating, strict=True) if f],
@@ -361,8 +364,11 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
                                                                 all_reduced(grads), trainable)
         return (trainable, [v[None] for v in updated], optimizer_vars), totals + step_totals[None]
 
-    # non-trainable variables carry one copy per device: (workers, *shape), split
-    state_specs = (P(), P(axis), optimizer_specs)
+    # non-trainable variables carry one copy per device: (workers, *shape), split; under
+    # reduce-scatter the weights are their devices' shares, gathered as a step starts (so
+    # the gather can overlap the forward pass), each (workers * share,) split
+    weight_spec = P(axis) if sharded else P()
+    state_specs = (weight_spec, P(axis), optimizer_specs)
     step: StepFunction = jax.jit(jax.shard_map(
         device_step, mesh=mesh,
         in_specs=(state_specs, P(axis), P(axis), P(axis), P(axis), P()),
@@ -375,9 +381,20 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
     def average_moving(state: State) -> State:
         return state[0], average(state[1]), state[2]
 
+    own_copies = jax.jit(jax.shard_map(
+        lambda weights: [v[None] for v in (gathered(weights) if sharded else weights)],
+        mesh=mesh, in_specs=(weight_spec,), out_specs=P(axis), check_vma=False))
+
+    def device_copies(state: State) -> State:
+        return own_copies(state[0]), state[1], state[2]
+
+    def flat_shares(value: np.ndarray, index: int) -> np.ndarray:
+        return np.pad(value.ravel(), (0, workers * shards[index] - sizes[index]))
+
     # host copies: the step donates its state, which must not take the model's own buffers
     state: State = (
-        jax.device_put([np.asarray(v.value) for v in variables], replicated),
+        jax.device_put([flat_shares(np.asarray(v.value), i) if sharded else np.asarray(v.value)
+                        for i, v in enumerate(variables)], split if sharded else replicated),
         jax.device_put([np.stack([np.asarray(v.value)] * workers)
                         for v in model.non_trainable_variables], split),
         [jax.device_put(np.concatenate([np.asarray(v.value)] * workers) if s
@@ -389,9 +406,11 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
                             if s else value
                             for v, value, s in zip(optimizer.variables, state[2], split_slots,
                                                    strict=True)]
-        return state[0], [v[0] for v in state[1]], optimizer_values
+        weights = ([value[:size].reshape(shape) for value, size, shape in
+                    zip(state[0], sizes, shapes, strict=True)] if sharded else state[0])
+        return weights, [v[0] for v in state[1]], optimizer_values
 
-    return DeviceStep(optimizer, step, state, shared, average_moving)
+    return DeviceStep(optimizer, step, state, shared, average_moving, device_copies)
 
 
 def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
@@ -538,7 +557,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
                                              config.global_batch_size)
     if output_dir is not None and config.save_model:
         model.save(os.path.join(output_dir, "model.keras"))
-    digests = _device_digests(model, state, devices, stacked_non_trainable=per_device)
+    digests = _device_digests(model, program.device_copies(state) if per_device else state,
+                              devices, stacked=per_device)
     return TrainingResult(
         strategy=config.strategy, model=config.model, dataset=data.name, workers=workers,
         batch_per_worker=batch, global_batch=batch * workers,
@@ -597,14 +617,13 @@ def _evaluate(jax: ModuleType, jnp: ModuleType, model: KerasModel, loss_fn: Loss
 
 
 def _device_digests(model: KerasModel, state: State, devices: Sequence[Device],
-                    stacked_non_trainable: bool = False) -> tuple[str, ...]:
+                    stacked: bool = False) -> tuple[str, ...]:
     """One digest per device, over that device's own copy of every weight.
 
-    With ``stacked_non_trainable`` each non-trainable value is (devices, *shape), split so
-    that each device holds its own row.
+    With ``stacked`` each value is (devices, *shape), split so that each device holds its
+    own row (:attr:`DeviceStep.device_copies`).
     """
     trainable, non_trainable, _ = state
-    stacked = {id(v) for v in model.non_trainable_variables} if stacked_non_trainable else set()
     by_id = {id(v): a for v, a in zip(model.trainable_variables, trainable, strict=True)}
     by_id.update({id(v): a for v, a in zip(model.non_trainable_variables, non_trainable, strict=True)})
     digests = []
@@ -614,7 +633,7 @@ def _device_digests(model: KerasModel, state: State, devices: Sequence[Device],
             value = by_id[id(weight)]
             copy = [s.data for s in value.addressable_shards if s.device == device]
             array = np.asarray(copy[0] if copy else value)
-            arrays.append(array[0] if id(weight) in stacked else array)
+            arrays.append(array[0] if stacked else array)
         digests.append(weights_digest(arrays))
     return tuple(digests)
 
