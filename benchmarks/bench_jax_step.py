@@ -4,8 +4,8 @@ Times accelml's own ``jax-pmean`` step (:func:`accelml.dl.strategies.jax_steps.b
 the step training runs) under its options: how gradients are averaged (``allreduce``: one
 mean per variable; ``buckets``: buckets in backward order, one all-reduce each;
 ``reduce-scatter``: ZeRO style, sharded update, weights gathered as the next step starts;
-``none``: no collective, the floor
-no reduction can beat), the dtype they travel in (float32, bfloat16), BatchNorm moving
+``none``: no collective, the floor no reduction can beat), the dtype they travel in
+(float32, bfloat16), BatchNorm moving
 statistics averaged every step instead of once per epoch, per-GPU batch, precision, and XLA
 flags. Variants that share XLA flags run in one process (flags are read once per process):
 each compiles, warms up, then times ``--steps`` steps over uint8 images already on the GPUs,
