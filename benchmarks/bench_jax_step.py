@@ -1,219 +1,420 @@
 """Where the time of one data-parallel ResNet step goes, on the GPUs of one host (Keras 3 on JAX).
 
-The ``jax-pmean`` step of accelml, taken apart: each variant runs in its own process (XLA
-reads its flags once per process), compiles, warms up, then times ``--steps`` steps over
-uint8 images already on the GPUs, and prints one JSON line; the sweep prints a table.
+Times accelml's own ``jax-pmean`` step (:func:`accelml.dl.strategies.jax_steps.build_device_step`,
+the step training runs) under its options: how gradients are averaged (``allreduce``: one
+mean per variable; ``buckets``: buckets in backward order, one all-reduce each;
+``reduce-scatter``: ZeRO style, sharded update, weights gathered as the next step starts;
+``none``: no collective, the floor no reduction can beat), the dtype they travel in
+(float32, bfloat16), BatchNorm moving
+statistics averaged every step instead of once per epoch, per-GPU batch, precision, and XLA
+flags. Variants that share XLA flags run in one process (flags are read once per process):
+each compiles, warms up, then times ``--steps`` steps over uint8 images already on the GPUs,
+and appends one JSON row; the sweep prints a table: step ms, img/s, scaling efficiency
+(against 1 GPU at the same batch in this run), TFLOP/s per GPU and its fraction of peak.
 
-Variants of the collectives in a step (per-GPU step under ``jax.shard_map``):
-  grads+bn+metrics  gradients, BatchNorm moving statistics and the metric totals averaged
-                    every step (accelml before this benchmark)
-  grads             only the gradients every step; metric totals stay per GPU and the
-                    moving statistics are averaged once per epoch (they are linear in the
-                    batch statistics, so the result is the same)
-  grads-bf16        as ``grads``, the gradients cast to bfloat16 for the all-reduce
-  none              no collective at all: the cost of running GPUs side by side, a floor
-                    that no gradient averaging can beat
+A set of variants is cut to ``--budget-s`` seconds of wall time (compilation included): a
+group that would start with less than a minute left is skipped and listed, and rows already
+measured are kept when a group runs out of time.
 
-    python benchmarks/bench_jax_step.py                          # the sweep, all GPUs
-    python benchmarks/bench_jax_step.py --one --workers 2 --variant grads --batch 256
+    python benchmarks/bench_jax_step.py --set scaling            # all GPUs against one
+    python benchmarks/bench_jax_step.py --set single             # 1-GPU throughput variants
+    python benchmarks/bench_jax_step.py --list                   # what each set runs
 
 Needs JAX with GPUs and Keras 3 (KERAS_BACKEND=jax is set here). Figures name the card.
+``--platform cpu`` (with ``XLA_FLAGS=--xla_force_host_platform_device_count=2``,
+``--model small_resnet --image-size 16``) only tries the script out.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("grads+bn+metrics", "grads", "grads-bf16", "none")
+from accelml.dl.strategies.jax_steps import StepOptions, set_gpu_xla_flags  # noqa: E402
+
 LATENCY_HIDING = "--xla_gpu_enable_latency_hiding_scheduler=true"
+PEAK_TFLOPS = 790.0
+"""bf16 dense TFLOP/s measured on the lent H100/H200 cards (benchmarks/RESULTS.md)."""
 
 
-def measure(workers: int, batch: int, variant: str, steps: int, precision: str,
-            model_name: str, image_size: int, platform: str = "gpu") -> dict:
+@dataclass(frozen=True)
+class Variant:
+    """One timed configuration: ``workers`` GPUs (0: all of them), per-GPU ``batch``, the
+    step's options, and the Keras precision policy."""
+
+    workers: int
+    batch: int
+    reduction: str = "allreduce"
+    dtype: str = "float32"
+    bucket_mb: float = 25.0
+    each_step: bool = False
+    precision: str = "mixed_bfloat16"
+
+    @property
+    def options(self) -> StepOptions:
+        return StepOptions(self.reduction, self.dtype, self.bucket_mb, self.each_step)
+
+    @property
+    def label(self) -> str:
+        buckets = f" {self.bucket_mb:g}MB" if self.reduction in ("buckets", "reduce-scatter") else ""
+        dtype = " bf16" if self.dtype == "bfloat16" else ""
+        return f"{self.reduction}{dtype}{buckets}{' +bn/step' if self.each_step else ''}"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Variants run in one process, with ``flags`` added to XLA_FLAGS and ``env`` set."""
+
+    name: str
+    variants: tuple[Variant, ...]
+    flags: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+
+
+ALL = 0          # workers: every GPU the run uses
+SETS: dict[str, tuple[Group, ...]] = {
+    # one command on N GPUs: the reference, the all-reduce as accelml ran it, then the
+    # variants that hide it (XLA's combiners held to one bucket by the step's own flags)
+    "scaling": (
+        Group("all-reduce", (Variant(1, 256), Variant(ALL, 256, dtype="bfloat16"),
+                             Variant(ALL, 256))),
+        Group("buckets 25MB", (Variant(ALL, 256, "buckets", "bfloat16"),
+                               Variant(ALL, 256, "reduce-scatter", "bfloat16"))),
+        Group("buckets 4MB", (Variant(ALL, 256, "buckets", "bfloat16", bucket_mb=4),)),
+    ),
+    "scaling-more": (
+        Group("all-reduce", (Variant(1, 512), Variant(ALL, 512, dtype="bfloat16"),
+                             Variant(ALL, 256, "none"))),
+        Group("buckets 25MB", (Variant(ALL, 512, "buckets", "bfloat16"),
+                               Variant(ALL, 512, "reduce-scatter", "bfloat16"),
+                               Variant(2, 256, "buckets", "bfloat16"))),
+        Group("buckets 8MB fp32", (Variant(ALL, 256, "buckets", bucket_mb=8),)),
+        Group("collectives first", (Variant(ALL, 256, "buckets", "bfloat16"),),
+              flags="--xla_gpu_enable_highest_priority_async_stream=true"),
+        Group("no latency hiding", (Variant(ALL, 256, "buckets", "bfloat16"),),
+              flags="--xla_gpu_enable_latency_hiding_scheduler=false"),
+    ),
+    # one GPU: batch size, then allocator and XLA flags at the hand-measured batch 512
+    "single": (
+        Group("batch", (Variant(1, 256), Variant(1, 512), Variant(1, 1024))),
+        Group("preallocate", (Variant(1, 512),),
+              env=(("XLA_PYTHON_CLIENT_PREALLOCATE", "true"),
+                   ("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.9"))),
+        Group("exhaustive tiling", (Variant(1, 512),),
+              flags="--xla_gpu_exhaustive_tiling_search=true"),
+    ),
+    "single-more": (
+        Group("batch", (Variant(1, 512), Variant(1, 768), Variant(1, 512, precision="bfloat16"))),
+        Group("force NHWC", (Variant(1, 512),), flags="--xla_gpu_force_conv_nhwc=true"),
+        Group("no command buffers", (Variant(1, 512),),
+              flags="--xla_gpu_enable_command_buffer="),
+        Group("bn every step", (Variant(1, 512, each_step=True),)),
+    ),
+}
+
+
+def measure(variants: list[Variant], steps: int, model_name: str, image_size: int,
+            platform: str, rows_path: str, profile_dir: str | None) -> None:
+    """Time each variant in this process; append one JSON row per variant to ``rows_path``."""
+    if len({v.options.xla_flags for v in variants}) > 1:
+        raise SystemExit("variants of one group must share their XLA flags")
+    if platform == "gpu":
+        set_gpu_xla_flags(variants[0].options)
     os.environ.setdefault("KERAS_BACKEND", "jax")
     import jax
-    import jax.numpy as jnp
     import keras
     import numpy as np
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
+    from accelml.dl.common import make_learning_rate, make_optimizer
+    from accelml.dl.config import TrainingConfig
     from accelml.dl.models import build_model
+    from accelml.dl.strategies.jax_steps import build_device_step, make_preprocess
 
-    devices = jax.devices(platform)[:workers]
-    if len(devices) < workers:
-        raise SystemExit(f"unavailable: {workers} {platform} devices asked for, "
-                         f"JAX sees {len(devices)}")
-    mesh = Mesh(np.array(devices), ("batch",))
-    split, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
-    keras.mixed_precision.set_global_policy(precision)
-    keras.utils.set_random_seed(0)
-    model = build_model(model_name, keras, (image_size, image_size, 3), 10)
-    optimizer = keras.optimizers.SGD(0.01 * workers, momentum=0.9)
-    optimizer.build(model.trainable_variables)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy()
-    floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
-
-    block = 4 * batch
-    rng = np.random.default_rng(0)
-    x = jax.device_put(rng.integers(0, 256, (workers, block, image_size, image_size, 3),
-                                    dtype=np.uint8), split)
-    y = jax.device_put(rng.integers(0, 10, (workers, block), dtype=np.int32), split)
-
-    def device_step(state, totals, x_block, y_block, order, step):
-        trainable, non_trainable, optimizer_vars = state
-        index = jax.lax.dynamic_slice_in_dim(order[0], step * batch, batch)
-        images = jnp.take(x_block[0], index, axis=0).astype(jnp.float32) / 255.0
-        labels = jnp.take(y_block[0], index, axis=0)
-
-        def loss_of(trainable):
-            predictions, updated = model.stateless_call(trainable, non_trainable, images,
-                                                        training=True)
-            return loss_fn(labels, predictions), (predictions, updated)
-
-        (loss, (predictions, non_trainable)), grads = jax.value_and_grad(
-            loss_of, has_aux=True)(trainable)
-        step_totals = jnp.stack([loss.astype(jnp.float32),
-                                 jnp.sum(jnp.argmax(predictions, -1) == labels).astype(
-                                     jnp.float32)])
-        if variant == "grads+bn+metrics":
-            moving = [v for v, f in zip(non_trainable, floating, strict=False) if f]
-            grads, moving = jax.lax.pmean((grads, moving), "batch")
-            moving = iter(moving)
-            non_trainable = [next(moving) if f else v for v, f in zip(non_trainable, floating, strict=False)]
-            step_totals = jax.lax.psum(step_totals, "batch")
-        elif variant == "grads":
-            grads = jax.lax.pmean(grads, "batch")
-        elif variant == "grads-bf16":
-            grads = [jax.lax.pmean(g.astype(jnp.bfloat16), "batch").astype(g.dtype)
-                     for g in grads]
-        trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads, trainable)
-        return (trainable, non_trainable, optimizer_vars), totals + step_totals[None]
-
-    step_fn = jax.jit(jax.shard_map(
-        device_step, mesh=mesh,
-        in_specs=(P(), P("batch"), P("batch"), P("batch"), P("batch"), P()),
-        out_specs=(P(), P("batch")), check_vma=False), donate_argnums=(0, 1))
-
-    state = jax.device_put(([v.value for v in model.trainable_variables],
-                            [v.value for v in model.non_trainable_variables],
-                            [v.value for v in optimizer.variables]), replicated)
-    totals = jax.device_put(np.zeros((workers, 2), np.float32), split)
-    order = jax.device_put(np.stack([rng.permutation(block) for _ in range(workers)]).astype(
-        np.int32), split)
-    step_numbers = [jax.device_put(np.int32(s % 4), replicated) for s in range(max(steps, 4))]
-
-    start = time.perf_counter()
-    lowered = step_fn.lower(state, totals, x, y, order, step_numbers[0])
-    compiled = lowered.compile()
-    compile_s = time.perf_counter() - start
-    # before optimisation: once compiled for GPUs, convolutions are cuDNN calls XLA can't count
-    cost = lowered.cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost
-    flops = float(cost.get("flops", 0.0)) if cost else 0.0
-    for s in range(10):
-        state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
-    jax.block_until_ready((state, totals))
-
-    start = time.perf_counter()
-    for s in range(steps):
-        state, totals = compiled(state, totals, x, y, order, step_numbers[s])
-    dispatched = time.perf_counter() - start
-    jax.block_until_ready((state, totals))
-    elapsed = time.perf_counter() - start
-    step_s = elapsed / steps
-    return {"workers": workers, "batch": batch, "variant": variant, "precision": precision,
-            "xla_flags": os.environ.get("XLA_FLAGS", ""), "steps": steps,
-            "step_ms": 1e3 * step_s, "dispatch_ms": 1e3 * dispatched / steps,
-            "images_per_s": workers * batch / step_s, "compile_s": compile_s,
-            "gflop_per_image": flops / batch / 1e9,
-            "tflops_per_gpu": flops / step_s / 1e12,
-            "device": devices[0].device_kind, "jax": jax.__version__,
-            "keras": keras.__version__}
-
-
-def sweep(args) -> int:
-    import jax
-    gpus = len(jax.devices(args.platform))
-    del jax
-    mixed = args.precision
-    cases = [(1, 256, "grads+bn+metrics", LATENCY_HIDING, mixed)]
-    if gpus >= 2:
-        cases += [(2, 256, v, LATENCY_HIDING, mixed) for v in VARIANTS]
-        cases += [(2, 256, "grads", "", mixed),
-                  (2, 256, "grads", LATENCY_HIDING
-                   + " --xla_gpu_all_reduce_combine_threshold_bytes=8388608", mixed)]
-        cases += [(1, 512, "grads", LATENCY_HIDING, mixed),
-                  (2, 512, "grads", LATENCY_HIDING, mixed)]
-    cases += [(1, 256, "grads", LATENCY_HIDING, "bfloat16")]
-    rows = []
-    for workers, batch, variant, flags, precision in cases:
-        env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " " + flags).strip())
-        command = [sys.executable, __file__, "--one", "--workers", str(workers), "--batch",
-                   str(batch), "--variant", variant, "--steps", str(args.steps),
-                   "--precision", precision, "--model", args.model,
-                   "--image-size", str(args.image_size), "--platform", args.platform]
-        done = subprocess.run(command, env=env, capture_output=True, text=True)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode or not lines:
-            print(f"failed: {workers} x {batch} {variant} [{flags}]: "
-                  f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}", flush=True)
+    jax.config.update("jax_compilation_cache_dir",
+                      os.path.join(tempfile.gettempdir(), "accelml-jax-cache"))
+    visible = jax.devices(platform)
+    models = {}
+    for variant in variants:
+        workers = variant.workers or len(visible)
+        if workers > len(visible):
+            print(f"unavailable: {workers} {platform} devices asked for, JAX sees "
+                  f"{len(visible)}", file=sys.stderr, flush=True)
             continue
-        row = json.loads(lines[-1])
-        row["added_flags"] = flags
-        rows.append(row)
+        devices = visible[:workers]
+        mesh = Mesh(np.array(devices), ("batch",))
+        split, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
+        if variant.precision not in models:
+            keras.mixed_precision.set_global_policy(variant.precision)
+            keras.utils.set_random_seed(0)
+            models[variant.precision] = build_model(model_name, keras,
+                                                    (image_size, image_size, 3), 10)
+        model = models[variant.precision]
+        config = TrainingConfig(strategy="jax-pmean", workers=workers, batch_size=variant.batch,
+                                precision=variant.precision, learning_rate=0.01,
+                                device="gpu" if platform == "gpu" else "cpu",
+                                gradient_reduction=("allreduce" if variant.reduction == "none"
+                                                    else variant.reduction),
+                                gradient_reduce_dtype=variant.dtype,
+                                gradient_bucket_mb=variant.bucket_mb)
+        learning_rate = make_learning_rate(keras, keras.ops, config, steps)
+        program = build_device_step(
+            model, lambda config=config, rate=learning_rate: make_optimizer(keras, config, rate),
+            keras.losses.SparseCategoricalCrossentropy(), mesh, variant.batch,
+            make_preprocess(None), variant.options)
+
+        block = 4 * variant.batch
+        rng = np.random.default_rng(0)
+        x = jax.device_put(rng.integers(0, 256, (workers, block, image_size, image_size, 3),
+                                        dtype=np.uint8), split)
+        y = jax.device_put(rng.integers(0, 10, (workers, block), dtype=np.int32), split)
+        order = jax.device_put(np.stack([rng.permutation(block) for _ in range(workers)])
+                               .astype(np.int32), split)
+        totals = jax.device_put(np.zeros((workers, 3), np.float32), split)
+        step_numbers = [jax.device_put(np.int32(s % 4), replicated) for s in range(4)]
+        state = program.state
+        # XLA's CPU devices can deadlock with several all-reduce steps queued
+        lockstep = platform != "gpu" and workers > 1
+
+        start = time.perf_counter()
+        lowered = program.step.lower(state, totals, x, y, order, step_numbers[0])
+        compiled = lowered.compile()
+        compile_s = time.perf_counter() - start
+        # before optimisation: once compiled for GPUs, convolutions are cuDNN calls XLA can't count
+        cost = lowered.cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        flops = float(cost.get("flops", 0.0)) if cost else 0.0
+        for s in range(5):
+            state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
+            if lockstep:
+                jax.block_until_ready(totals)
+        jax.block_until_ready((state, totals))
+
+        start = time.perf_counter()
+        for s in range(steps):
+            state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
+            if lockstep:
+                jax.block_until_ready(totals)
+        dispatched = time.perf_counter() - start
+        jax.block_until_ready((state, totals))
+        step_s = (time.perf_counter() - start) / steps
+        profile: dict[str, float] = {}
+        if profile_dir:
+            where = os.path.join(profile_dir, f"{workers}x{variant.batch}-"
+                                 f"{variant.label.replace(' ', '_')}")
+            with jax.profiler.trace(where, create_perfetto_trace=True):
+                for s in range(PROFILED_STEPS):
+                    state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
+                jax.block_until_ready((state, totals))
+            try:
+                profile = summarise_trace(where, PROFILED_STEPS)
+            except (OSError, ValueError, KeyError) as error:
+                print(f"profile of {variant.label}: not summarised ({error})", file=sys.stderr)
+        stats = devices[0].memory_stats() or {}
+        row = {**dataclasses.asdict(variant), "workers": workers, "label": variant.label,
+               "xla_flags": os.environ.get("XLA_FLAGS", ""), "steps": steps,
+               "step_ms": 1e3 * step_s, "dispatch_ms": 1e3 * dispatched / steps,
+               "images_per_s": workers * variant.batch / step_s, "compile_s": compile_s,
+               "gflop_per_image": flops / variant.batch / 1e9,
+               "tflops_per_gpu": flops / step_s / 1e12,
+               "peak_gib_gpu0": stats.get("peak_bytes_in_use", 0) / 2**30, "profile": profile,
+               "device": devices[0].device_kind, "jax": jax.__version__,
+               "keras": keras.__version__}
+        with open(rows_path, "a") as handle:
+            handle.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump(rows, handle, indent=1)
-    single = {r["batch"]: r["images_per_s"] for r in rows
-              if r["workers"] == 1 and r["precision"] == args.precision}
-    print(f"\n{rows[0]['device'] if rows else '?'} x {gpus}, {args.model} "
-          f"{args.image_size}x{args.image_size} {args.precision}, {args.steps} timed steps")
-    print(f"{'GPUs':>4} {'batch':>5} {'variant':<17} {'precision':<14} {'flags':<22} {'step ms':>8} "
-          f"{'dispatch':>8} {'img/s':>8} {'eff':>5} {'TFLOP/s/GPU':>11}")
-    for r in rows:
-        flags = r["added_flags"].replace("--xla_gpu_", "").replace(
-            "enable_latency_hiding_scheduler=true", "lhs").replace(
-            "all_reduce_combine_threshold_bytes", "combine")
-        efficiency = r["images_per_s"] / (r["workers"] * single[r["batch"]]) \
-            if r["batch"] in single and r["precision"] == args.precision else float("nan")
-        print(f"{r['workers']:>4} {r['batch']:>5} {r['variant']:<17} {r['precision']:<14} "
-              f"{flags[:22]:<22} "
-              f"{r['step_ms']:>8.2f} {r['dispatch_ms']:>8.2f} {r['images_per_s']:>8.0f} "
-              f"{efficiency:>5.2f} {r['tflops_per_gpu']:>11.1f}")
+        del program, state, totals, compiled, lowered, x, y
+
+
+PROFILED_STEPS = 5
+KERNEL_KINDS = (("collective", ("nccl",)),
+                ("convolution", ("xmma", "conv", "cudnn", "implicit", "dgrad", "wgrad", "fprop")),
+                ("matmul", ("gemm", "cutlass", "cublas")),
+                ("copy", ("memcpy", "memset")))
+"""Kernel names (lower case) by what they do; other kernels are XLA's fusions."""
+
+
+def _union_ms(spans: list[tuple[float, float]]) -> float:
+    """Milliseconds covered by ``(start, end)`` spans in microseconds.
+
+    >>> _union_ms([(0, 1000), (500, 2000), (3000, 4000)])
+    3.0
+    """
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total / 1e3
+
+
+def summarise_trace(directory: str, steps: int) -> dict[str, float]:
+    """Where the first GPU's time went in a ``jax.profiler`` trace under ``directory``, in ms
+    per step: kernel time by kind (:data:`KERNEL_KINDS`, overlaps counted in each), the
+    time any kernel runs, collectives running while no other kernel does (``exposed
+    collective``) and the GPU's idle time within the traced span."""
+    import glob
+    import gzip
+
+    paths = sorted(glob.glob(os.path.join(directory, "**", "perfetto_trace.json.gz"),
+                             recursive=True))
+    if not paths:
+        raise ValueError("no perfetto_trace.json.gz")
+    with gzip.open(paths[-1]) as handle:
+        events = json.load(handle)["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    gpus = sorted(pid for pid, name in names.items() if "GPU" in name or "gpu" in name)
+    if not gpus:
+        raise ValueError("no GPU in the trace")
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    kernels = [e for e in events if e.get("ph") == "X" and e["pid"] == gpus[0]
+               and threads.get((e["pid"], e.get("tid")), "").startswith("Stream")]
+    if not kernels:
+        raise ValueError("no stream events for the first GPU")
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for event in kernels:
+        name = event["name"].lower()
+        kind = next((k for k, marks in KERNEL_KINDS if any(m in name for m in marks)), "fusion")
+        spans.setdefault(kind, []).append((event["ts"], event["ts"] + event["dur"]))
+    every = [span for kind_spans in spans.values() for span in kind_spans]
+    compute = [span for kind, kind_spans in spans.items() if kind != "collective"
+               for span in kind_spans]
+    first, last = min(s for s, _ in every), max(e for _, e in every)
+    busy = _union_ms(every)
+    summary = {kind: _union_ms(kind_spans) / steps for kind, kind_spans in spans.items()}
+    summary["busy"] = busy / steps
+    summary["exposed collective"] = (busy - _union_ms(compute)) / steps
+    summary["idle"] = ((last - first) / 1e3 - busy) / steps
+    return summary
+
+
+def run_set(args: argparse.Namespace) -> int:
+    """Run the groups of ``args.set`` in child processes within the time budget; print a table."""
+    started = time.monotonic()
+    rows: list[dict] = []
+    skipped: list[str] = []
+    rows_path = args.out or os.path.join(tempfile.mkdtemp(prefix="bench-jax-step-"), "rows.jsonl")
+    for group in SETS[args.set]:
+        left = args.budget_s - (time.monotonic() - started)
+        names = ", ".join(f"{v.workers or 'N'}x{v.batch} {v.label}" for v in group.variants)
+        if left < 60:
+            skipped.append(f"{group.name}: {names}")
+            continue
+        flags = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), group.flags) if f)
+        env = dict(os.environ, XLA_FLAGS=flags, KERAS_BACKEND="jax", **dict(group.env))
+        command = [sys.executable, __file__, "--child", json.dumps(
+            [dataclasses.asdict(v) for v in group.variants]), "--rows", rows_path,
+            "--steps", str(args.steps), "--model", args.model,
+            "--image-size", str(args.image_size), "--platform", args.platform]
+        if args.profile:
+            command += ["--profile", args.profile]
+        before = _read_rows(rows_path)
+        print(f"# group {group.name} [{group.flags or 'default flags'}"
+              f"{' ' + ' '.join(f'{k}={v}' for k, v in group.env) if group.env else ''}]: "
+              f"{names} ({left:.0f}s left)", flush=True)
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True,
+                                  timeout=left - 5)
+            failure = done.returncode and (done.stderr or done.stdout).strip().splitlines()[-1:]
+        except subprocess.TimeoutExpired:
+            failure = ["out of time budget"]
+        new = _read_rows(rows_path)[len(before):]
+        for row in new:
+            row["group"] = group.name
+        rows += new
+        if failure or len(new) < len(group.variants):
+            print(f"# group {group.name}: {len(new)} of {len(group.variants)} measured; "
+                  f"{failure or 'see stderr'}", flush=True)
+    _print_table(rows, args)
+    for line in skipped:
+        print(f"skipped (time budget): {line}")
+    print(f"rows: {rows_path}")
     return 0
 
 
-def main(argv=None) -> int:
+def _read_rows(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.startswith("{")]
+
+
+def _print_table(rows: list[dict], args: argparse.Namespace) -> None:
+    single = {}
+    for r in rows:
+        if r["workers"] == 1:
+            single.setdefault((r["batch"], r["precision"]), r["images_per_s"])
+    device = rows[0]["device"] if rows else "?"
+    print(f"\n{device}, {args.model} {args.image_size}x{args.image_size}, {args.steps} timed "
+          f"steps; eff: img/s per GPU against the first 1-GPU row at the same batch and "
+          f"precision (for 1-GPU rows, their speed-up over it); peak "
+          f"{args.peak_tflops:g} TFLOP/s")
+    print(f"{'GPUs':>4} {'batch':>5} {'gradient reduction':<28} {'group':<18} {'prec':<5} "
+          f"{'step ms':>8} {'img/s':>8} {'eff':>5} {'TFLOP/s':>8} {'peak':>5} "
+          f"{'compile':>7} {'GiB':>5}")
+    for r in rows:
+        base = single.get((r["batch"], r["precision"]))
+        efficiency = f"{r['images_per_s'] / (r['workers'] * base):5.3f}" if base else "    -"
+        precision = "mixbf" if r["precision"] == "mixed_bfloat16" else r["precision"][:5]
+        print(f"{r['workers']:>4} {r['batch']:>5} {r['label']:<28} {r['group'][:18]:<18} "
+              f"{precision:<5} {r['step_ms']:>8.2f} {r['images_per_s']:>8.0f} {efficiency} "
+              f"{r['tflops_per_gpu']:>8.1f} {r['tflops_per_gpu'] / args.peak_tflops:>5.1%} "
+              f"{r['compile_s']:>6.0f}s {r['peak_gib_gpu0']:>5.1f}")
+    profiled = [r for r in rows if r.get("profile")]
+    if profiled:
+        kinds = sorted({k for r in profiled for k in r["profile"]})
+        print(f"\nGPU 0 per step, ms ({PROFILED_STEPS} profiled steps; kinds overlap, "
+              f"'exposed collective' runs while no other kernel does):")
+        print(f"{'GPUs':>4} {'batch':>5} {'gradient reduction':<28} "
+              + " ".join(f"{k[:12]:>12}" for k in kinds))
+        for r in profiled:
+            print(f"{r['workers']:>4} {r['batch']:>5} {r['label']:<28} "
+                  + " ".join(f"{r['profile'].get(k, 0.0):>12.2f}" for k in kinds))
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--one", action="store_true", help="measure one variant, print JSON")
-    parser.add_argument("--workers", type=int, default=1, help="with --one")
-    parser.add_argument("--batch", type=int, default=256, help="per GPU, with --one (the "
-                        "sweep runs 256 and 512)")
-    parser.add_argument("--variant", choices=VARIANTS, default="grads", help="with --one")
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--precision", default="mixed_bfloat16")
+    parser.add_argument("--set", choices=sorted(SETS), default="scaling")
+    parser.add_argument("--list", action="store_true", help="print the sets and exit")
+    parser.add_argument("--budget-s", type=float, default=225.0,
+                        help="wall seconds for the whole set, compilation included")
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per variant")
     parser.add_argument("--model", default="resnet50v2")
     parser.add_argument("--image-size", type=int, default=128)
-    parser.add_argument("--platform", default="gpu", help="cpu only to try the script out "
-                        "(with XLA_FLAGS=--xla_force_host_platform_device_count=2)")
-    parser.add_argument("--out", help="write the sweep's rows as JSON here")
+    parser.add_argument("--platform", default="gpu", help="cpu only to try the script out")
+    parser.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS)
+    parser.add_argument("--out", help="append the rows (JSON lines) here")
+    parser.add_argument("--profile", help="trace 5 more steps of each variant with "
+                        "jax.profiler under this directory and print where GPU 0's time goes")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--rows", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one:
-        print(json.dumps(measure(args.workers, args.batch, args.variant, args.steps,
-                                 args.precision, args.model, args.image_size,
-                                 args.platform)), flush=True)
+    if args.list:
+        for name, groups in SETS.items():
+            print(name)
+            for group in groups:
+                print(f"  {group.name} [{group.flags or 'default flags'}]: "
+                      + ", ".join(f"{v.workers or 'N'}x{v.batch} {v.label} {v.precision}"
+                                  for v in group.variants))
         return 0
-    return sweep(args)
+    if args.child:
+        measure([Variant(**v) for v in json.loads(args.child)], args.steps, args.model,
+                args.image_size, args.platform, args.rows, args.profile)
+        return 0
+    return run_set(args)
 
 
 if __name__ == "__main__":

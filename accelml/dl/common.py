@@ -178,6 +178,25 @@ class Clock:
         return time.perf_counter() - self.start
 
 
+def fit_epoch_callback(keras: ModuleType, learning_rate: LearningRate, steps: int, images: int,
+                       record: Callable[[EpochRecord], None]) -> object:
+    """A ``model.fit`` callback that times each epoch and hands ``record`` its
+    :class:`EpochRecord` (fit's loss and accuracy logs, the rate at its last step, ``images``
+    trained in it)."""
+    clock = Clock()
+
+    def start(epoch: int, logs: Mapping[str, float] | None) -> None:
+        nonlocal clock
+        clock = Clock()
+
+    def end(epoch: int, logs: Mapping[str, float]) -> None:
+        record(EpochRecord(epoch, clock.seconds(), float(logs["loss"]), float(logs["accuracy"]),
+                           learning_rate_value(learning_rate, (epoch + 1) * steps - 1), images))
+
+    callback: object = keras.callbacks.LambdaCallback(on_epoch_begin=start, on_epoch_end=end)
+    return callback
+
+
 def require_tensorboard(config: TrainingConfig) -> None:
     """Fail before training, not at the first summary, when TensorBoard logs cannot be written."""
     if config.tensorboard and importlib.util.find_spec("tensorboard") is None:

@@ -22,7 +22,14 @@ from typing import Any
 
 from accelml.cases import Case, JSONScalar
 from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
-from accelml.dl.strategies import LAUNCHERS, STRATEGIES_POINT, Strategy, default_strategy
+from accelml.dl.strategies import (
+    ALLREDUCE,
+    FLOAT32,
+    LAUNCHERS,
+    STRATEGIES_POINT,
+    Strategy,
+    default_strategy,
+)
 from accelml.errors import SpecError
 
 LR_SCALINGS = ("linear", "sqrt", "none")
@@ -92,6 +99,11 @@ class TrainingConfig(JSONRecord):
     ``"cuda-graph"`` replays Keras-on-torch training steps from CUDA graphs (GPUs; see
     :mod:`accelml.dl.strategies.torch_loop`). ``batchnorm_momentum`` sets the momentum of
     every BatchNorm layer of the model (None: the model's own, 0.99 in Keras).
+    as its environment (by the strategies that run on Horovod).
+    ``gradient_reduction`` (how gradients are averaged across workers, e.g. ``allreduce``,
+    ``buckets``, ``reduce-scatter``), ``gradient_reduce_dtype`` (``float32`` or
+    ``bfloat16``, the dtype they travel in) and ``gradient_bucket_mb`` (bucket size of a
+    bucketed reduction) take the values the strategy's record lists.
     """
 
     model: str = "mnist_cnn"
@@ -128,6 +140,9 @@ class TrainingConfig(JSONRecord):
     horovod_timeline_mark_cycles: bool = False
     horovod_fusion_threshold_mb: int | None = None
     horovod_cycle_time_ms: float | None = None
+    gradient_reduction: str = ALLREDUCE
+    gradient_reduce_dtype: str = FLOAT32
+    gradient_bucket_mb: float = 25.0
     time_limit_s: float = 1800.0
     launcher: str | None = None
     step_capture: str = "none"
@@ -151,6 +166,9 @@ class TrainingConfig(JSONRecord):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise bad(key, "an integer >= 1")
         strategy.keras_engine(self.keras_backend)
+        strategy.check_gradient_options(self.gradient_reduction, self.gradient_reduce_dtype)
+        if not self.gradient_bucket_mb > 0:
+            raise bad("gradient_bucket_mb", "> 0")
         if self.launcher is not None and self.launcher not in LAUNCHERS:
             raise bad("launcher", "one of " + ", ".join(LAUNCHERS))
         if strategy.max_workers is not None and self.workers > strategy.max_workers:

@@ -82,6 +82,14 @@ def test_keras_schedule_equals_formula_at_every_step():
     ({"strategy": "torch-ddp", "step_capture": "cuda-graph"}, "needs device 'cuda'"),
     ({"strategy": "horovod", "device": "gpu", "step_capture": "cuda-graph"},
      "and keras_backend 'torch'"),
+    ({"strategy": "jax-pmean", "gradient_reduction": "ring"},
+     "gradient_reduction must be allreduce or buckets or reduce-scatter for strategy "
+     "'jax-pmean', not 'ring'"),
+    ({"strategy": "jax-dataparallel", "gradient_reduce_dtype": "bfloat16"},
+     "gradient_reduce_dtype must be float32 for strategy 'jax-dataparallel'"),
+    ({"strategy": "jax-pmean", "gradient_reduce_dtype": "float16"},
+     "gradient_reduce_dtype must be float32 or bfloat16 for strategy 'jax-pmean'"),
+    ({"strategy": "jax-pmean", "gradient_bucket_mb": 0}, "gradient_bucket_mb must be > 0"),
 ])
 def test_bad_configs_are_spec_errors(changes, message):
     with pytest.raises(SpecError, match=message):

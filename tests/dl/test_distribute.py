@@ -71,13 +71,17 @@ def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
         assert result["test_accuracy"] > 0.5
 
 
-@pytest.mark.parametrize("strategy", ["jax-pmean", "jax-dataparallel"])
-def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy):
+@pytest.mark.parametrize("strategy, reduction", [
+    ("jax-pmean", {}), ("jax-dataparallel", {}),
+    ("jax-pmean", {"gradient_reduction": "reduce-scatter", "gradient_reduce_dtype": "bfloat16",
+                   "gradient_bucket_mb": 0.01})])
+def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, reduction):
     # small_resnet has BatchNorm: under jax-pmean each device keeps its own moving averages
-    # through the epoch, and they must agree again once the epoch ends.
+    # through the epoch, and they must agree again once the epoch ends. Under reduce-scatter
+    # each device updates its share of every weight, and the shares are gathered again.
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     config = SMALL.replace(strategy=strategy, model="small_resnet", epochs=2,
-                           model_options={"blocks": 1, "width": 4})
+                           model_options={"blocks": 1, "width": 4}, **reduction)
     result = launch(config, workers=2)
     assert result.backend == "jax" and result.workers == 2 and result.global_batch == 64
     assert len(result.rank_digests) == 2 and result.ranks_agree

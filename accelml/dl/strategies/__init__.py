@@ -4,7 +4,8 @@ Built in: ``tf_fit`` (``model.fit`` under tf.distribute: one process, several de
 one host, or one process per worker), ``horovod`` (a Keras 3 loop with Horovod's
 all-reduce, one process per rank, on TensorFlow or PyTorch), ``torch_ddp`` (Keras 3 on
 PyTorch, ``torch.distributed`` all-reduce in buckets, one process per rank), ``jax_steps``
-(stateless jitted steps of Keras 3 on JAX over the devices of one process). ``torch_loop``
+(stateless jitted steps of Keras 3 on JAX over the devices of one process), ``keras_fit``
+(plain ``model.fit`` from NumPy on one device, on any Keras engine). ``torch_loop``
 is the Keras-on-torch loop that the torch strategies share, over their own collectives.
 
 A third party adds a strategy by writing a module that defines ``STRATEGY = Strategy(...)``
@@ -26,6 +27,8 @@ import dataclasses
 
 from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow, probe_torch
 from accelml.dl.strategies._record import (
+    ALLREDUCE,
+    FLOAT32,
     LAUNCHERS,
     LOCAL_PROCESSES,
     SRUN,
@@ -41,8 +44,8 @@ from accelml.dl.strategies._record import (
 )
 from accelml.probe import Availability
 
-__all__ = ["LAUNCHERS", "LOCAL_PROCESSES", "SRUN", "STRATEGIES_POINT", "Determinism", "Strategy",
-           "default_strategy", "find_strategy", "no_rank_variables", "no_variables",
+__all__ = ["ALLREDUCE", "FLOAT32", "LAUNCHERS", "LOCAL_PROCESSES", "SRUN", "STRATEGIES_POINT",
+           "Determinism", "Strategy", "default_strategy", "find_strategy", "no_rank_variables", "no_variables",
            "probe_strategy", "strategy_availability", "strategy_libraries", "strategy_named"]
 
 

@@ -39,6 +39,9 @@ SRUN = "srun"
 LAUNCHERS = ("horovodrun", "mpirun", SRUN, LOCAL_PROCESSES)
 """How :func:`accelml.dl.launch` can start ranks: ``horovodrun`` (one host, gloo), ``mpirun``
 (Open MPI), ``srun`` (inside a SLURM allocation), ``local-processes`` (plain processes)."""
+ALLREDUCE = "allreduce"
+FLOAT32 = "float32"
+"""The gradient reduction and reduction dtype every strategy implements (the defaults)."""
 
 
 def no_variables(threads: int | None) -> dict[str, str]:
@@ -88,6 +91,9 @@ class Strategy:
     ``gpus_per_worker`` and ``cores_per_rank`` size the batch job of a case.
     ``libraries``: distributions recorded in the environment fingerprint. ``default``: the
     strategy of a Keras case that names none (exactly one record has it).
+    ``gradient_reductions`` and ``gradient_reduce_dtypes``: the values of the training keys
+    ``gradient_reduction`` (how gradients are averaged across workers; the first is the
+    default) and ``gradient_reduce_dtype`` (the dtype they travel in) it implements.
     """
 
     name: str
@@ -108,6 +114,8 @@ class Strategy:
     gpus_per_worker: int = 1
     cores_per_rank: int = 1
     default: bool = False
+    gradient_reductions: tuple[str, ...] = (ALLREDUCE,)
+    gradient_reduce_dtypes: tuple[str, ...] = (FLOAT32,)
 
     def __post_init__(self) -> None:
         where = f"strategy {self.name!r}"
@@ -123,6 +131,9 @@ class Strategy:
         if not self.multi_process and self.launchers != (LOCAL_PROCESSES,):
             raise AccelmlError(f"{where}: a single-process strategy runs as one local process; "
                                "set multi_process=True to use other launchers")
+        for key in ("gradient_reductions", "gradient_reduce_dtypes"):
+            if not getattr(self, key):
+                raise AccelmlError(f"{where}: {key} names none")
         if self.gpus_per_worker < 0 or self.cores_per_rank < 1:
             raise AccelmlError(f"{where}: gpus_per_worker must be >= 0 and cores_per_rank >= 1")
 
@@ -141,6 +152,23 @@ class Strategy:
                             f"{', '.join(self.keras_backends)} for strategy {self.name!r}, "
                             f"not {requested!r}")
         return requested
+
+    def check_gradient_options(self, reduction: str, dtype: str) -> None:
+        """A gradient reduction or reduction dtype it does not implement is an error naming
+        those it does.
+
+        >>> from accelml.dl.strategies import strategy_named
+        >>> strategy_named("jax-pmean").check_gradient_options("reduce-scatter", "bfloat16")
+        >>> strategy_named("single").check_gradient_options("allreduce", "bfloat16")
+        Traceback (most recent call last):
+        accelml.errors.SpecError: training gradient_reduce_dtype must be float32 for strategy 'single', not 'bfloat16'
+        """
+        for key, value, allowed in (("gradient_reduction", reduction, self.gradient_reductions),
+                                    ("gradient_reduce_dtype", dtype,
+                                     self.gradient_reduce_dtypes)):
+            if value not in allowed:
+                raise SpecError(f"training {key} must be {' or '.join(allowed)} for strategy "
+                                f"{self.name!r}, not {value!r}")
 
     def ranks(self, workers: int) -> int:
         """Processes a run on ``workers`` workers starts."""

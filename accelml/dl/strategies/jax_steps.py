@@ -18,7 +18,11 @@ device keeps its own BatchNorm moving averages and metric totals through the epo
 moving averages are averaged across devices at the end of each epoch, which gives the same
 values as averaging them every step, since they are linear in the batch statistics, and
 takes that collective out of the step (``benchmarks/bench_jax_step.py`` measures it).
-Dropout draws the same masks on every device (the seed state is replicated).
+Dropout draws the same masks on every device (the seed state is replicated). How the
+gradients are averaged is the training keys ``gradient_reduction`` (one all-reduce per
+variable, buckets in backward order, or reduce-scatter with a sharded update: see
+:data:`GRADIENT_REDUCTIONS`) and ``gradient_reduce_dtype`` (float32 or bfloat16 on the wire).
+:func:`build_device_step` builds that step; the benchmarks call it too.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -50,11 +55,12 @@ from accelml.dl.engine_objects import KerasModel, KerasOptimizer
 from accelml.dl.engines import jax_deterministic_environment, probe_jax, probe_keras, requirements
 from accelml.dl.models import batchnorm_momentum, build_model
 from accelml.dl.pipelines import steps_per_epoch
-from accelml.dl.strategies import Determinism, Strategy
+from accelml.dl.strategies import ALLREDUCE, FLOAT32, Determinism, Strategy
 from accelml.errors import SpecError, UnavailableError
 
 if TYPE_CHECKING:
     from jax import Array, Device
+    from jax.sharding import Mesh
 
     State: TypeAlias = tuple[list[Array], list[Array], list[Array]]
     """The training state: trainable, non-trainable and optimizer variables."""
@@ -77,14 +83,346 @@ def _devices(jax: ModuleType, config: TrainingConfig) -> list[Device]:
     return chosen
 
 
+REDUCE_DTYPES = (FLOAT32, "bfloat16")
+BUCKETS = "buckets"
+REDUCE_SCATTER = "reduce-scatter"
+NO_REDUCTION = "none"
+GRADIENT_REDUCTIONS = (ALLREDUCE, BUCKETS, REDUCE_SCATTER)
+"""How ``jax-pmean`` averages gradients (training key ``gradient_reduction``).
+
+``allreduce``: one mean per variable (XLA's combiner merges them); ``buckets``: the gradients
+in backward order (last layer first), flattened into buckets of ``gradient_bucket_mb``, one
+all-reduce per bucket, so that a bucket can travel while the backward pass still computes the
+next; ``reduce-scatter`` (ZeRO style): each bucket is reduce-scattered, every device updates
+its 1/N share of each variable with its 1/N of the optimizer state and keeps only its shares;
+the next step starts by all-gathering the weights, bucket by bucket in forward order, which
+can overlap the forward pass. ``none`` (benchmarks only) averages nothing: the floor that no reduction beats.
+"""
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How the per-device step (``jax-pmean``) averages across devices.
+
+    ``reduction``: one of :data:`GRADIENT_REDUCTIONS` or ``none``; ``reduce_dtype``: the
+    dtype gradients travel in (averaged in float32 again on arrival); ``bucket_mb``: bucket
+    size of ``buckets`` and ``reduce-scatter``; ``moving_each_step``: average BatchNorm moving
+    statistics and metric totals every step, not once per epoch (same result, one more
+    collective per step; benchmarks measure its cost).
+
+    >>> options = StepOptions.of(TrainingConfig(strategy="jax-pmean", gradient_bucket_mb=4,
+    ...                                         gradient_reduction="buckets"))
+    >>> options.reduction, options.bucket_bytes, options.xla_flags[0]
+    ('buckets', 4194304, '--xla_gpu_all_reduce_combine_threshold_bytes=4194304')
+    >>> StepOptions(reduce_dtype="float16")
+    Traceback (most recent call last):
+    accelml.errors.SpecError: gradient reduce dtype must be one of float32, bfloat16, not 'float16'
+    """
+
+    reduction: str = ALLREDUCE
+    reduce_dtype: str = FLOAT32
+    bucket_mb: float = 25.0
+    moving_each_step: bool = False
+
+    def __post_init__(self) -> None:
+        if self.reduction not in GRADIENT_REDUCTIONS + (NO_REDUCTION,):
+            raise SpecError(f"gradient reduction must be one of "
+                            f"{', '.join(GRADIENT_REDUCTIONS + (NO_REDUCTION,))}, "
+                            f"not {self.reduction!r}")
+        if self.reduce_dtype not in REDUCE_DTYPES:
+            raise SpecError(f"gradient reduce dtype must be one of {', '.join(REDUCE_DTYPES)}, "
+                            f"not {self.reduce_dtype!r}")
+        if not self.bucket_mb > 0:
+            raise SpecError(f"gradient bucket size must be > 0 MB, not {self.bucket_mb!r}")
+
+    @classmethod
+    def of(cls, config: TrainingConfig) -> StepOptions:
+        """The options a training config asks for."""
+        return cls(config.gradient_reduction, config.gradient_reduce_dtype,
+                   config.gradient_bucket_mb)
+
+    @property
+    def bucket_bytes(self) -> int:
+        return int(self.bucket_mb * 2**20)
+
+    @property
+    def xla_flags(self) -> tuple[str, ...]:
+        """XLA (GPU) flags the reduction needs: with buckets, XLA's combiners may merge no
+        more than a bucket, or they would join buckets again into one late collective."""
+        if self.reduction not in (BUCKETS, REDUCE_SCATTER):
+            return ()
+        return tuple(f"--xla_gpu_{kind}_combine_threshold_bytes={self.bucket_bytes}"
+                     for kind in ("all_reduce", "reduce_scatter", "all_gather"))
+
+
+def gradient_buckets(sizes: Sequence[int], itemsize: int, bucket_bytes: int) -> list[list[int]]:
+    """Indices of variables of ``sizes`` elements in backward order (last first), grouped into
+    buckets that close once they hold ``bucket_bytes`` (the last one may hold less).
+
+    >>> gradient_buckets([10, 10, 30, 5], itemsize=4, bucket_bytes=80)
+    [[3, 2], [1, 0]]
+    >>> gradient_buckets([10, 10, 30, 5], itemsize=2, bucket_bytes=10**6)
+    [[3, 2, 1, 0]]
+    """
+    buckets: list[list[int]] = [[]]
+    filled = 0
+    for index in reversed(range(len(sizes))):
+        if filled >= bucket_bytes:
+            buckets.append([])
+            filled = 0
+        buckets[-1].append(index)
+        filled += sizes[index] * itemsize
+    return [bucket for bucket in buckets if bucket]
+
+
+def make_preprocess(image_size: int | None) -> Callable[[Array], Array]:
+    """uint8 images to float in [0, 1], resized to ``image_size`` (None: as they are), inside
+    the compiled step."""
+    import jax
+    import jax.numpy as jnp
+
+    def preprocess(images: Array) -> Array:
+        images = images.astype(jnp.float32) / 255.0
+        if image_size:
+            images = jax.image.resize(images, (images.shape[0], image_size, image_size,
+                                               images.shape[3]), "bilinear")
+        return images
+
+    return preprocess
+
+
+def _take_batch(x_block: Array, y_block: Array, order: Array, step: Array,
+                batch: int) -> tuple[Array, Array]:
+    """Batch ``step`` of one device's block, in the epoch's ``order``."""
+    import jax
+    import jax.numpy as jnp
+
+    index = jax.lax.dynamic_slice_in_dim(order, step * batch, batch)
+    return jnp.take(x_block, index, axis=0), jnp.take(y_block, index, axis=0)
+
+
+def _gradients(model: KerasModel, loss_fn: Loss, trainable: list[Array],
+               non_trainable: list[Array], images: Array,
+               labels: Array) -> tuple[tuple[Array, tuple[Array, list[Array]]], list[Array]]:
+    """(loss, (predictions, updated non-trainable variables)), gradients of the trainable."""
+    import jax
+
+    def loss_of(trainable: list[Array]) -> tuple[Array, tuple[Array, list[Array]]]:
+        predictions, updated = model.stateless_call(trainable, non_trainable, images,
+                                                    training=True)
+        return loss_fn(labels, predictions), (predictions, updated)
+
+    result: tuple[tuple[Array, tuple[Array, list[Array]]], list[Array]] = (
+        jax.value_and_grad(loss_of, has_aux=True)(trainable))
+    return result
+
+
+def _totals(loss: Array, predictions: Array, labels: Array) -> Array:
+    """A batch's (loss x count, hits, count), summed into an epoch's totals."""
+    import jax.numpy as jnp
+
+    hits = jnp.sum(jnp.argmax(predictions, -1) == labels).astype(jnp.float32)
+    count = jnp.float32(labels.shape[0])
+    return jnp.stack([loss.astype(jnp.float32) * count, hits, count])
+
+
+StepFunction: TypeAlias = Callable[["State", "Array", "Array", "Array", "Array", "Array"],
+                                   tuple["State", "Array"]]
+"""``step(state, totals, x_blocks, y_blocks, orders, step_number) -> (state, totals)``."""
+
+
+@dataclass(frozen=True)
+class DeviceStep:
+    """The per-device training step of ``jax-pmean``, built by :func:`build_device_step`.
+
+    ``step`` trains one batch on every device; ``state`` is the first state (the model's and
+    the optimizer's current values, in the step's layout: non-trainable variables one row per
+    device; under ``reduce-scatter`` the optimizer state split across the devices).
+    ``shared(state)`` is one copy of every model and ``optimizer`` variable in its own shape
+    (for storing; after ``average_moving`` all devices agree); ``average_moving(state)``
+    averages the BatchNorm moving statistics across the devices; ``device_copies(state)``
+    has every model variable as (devices, *shape), each device's row the copy that device
+    trains with (under ``reduce-scatter``: the one it gathers).
+    """
+
+    optimizer: KerasOptimizer
+    step: StepFunction
+    state: State
+    shared: Callable[[State], State]
+    average_moving: Callable[[State], State]
+    device_copies: Callable[[State], State]
+
+
+def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimizer],
+                      loss_fn: Loss, mesh: Mesh, batch: int,
+                      preprocess: Callable[[Array], Array],
+                      options: StepOptions) -> DeviceStep:
+    """The jitted per-device step (under ``jax.shard_map`` over ``mesh``'s one axis) that
+    averages gradients as ``options`` say; ``new_optimizer()`` makes an unbuilt optimizer
+    (twice under ``reduce-scatter``: once for the model, once for the devices' shares).
+    ``batch`` is per device; the step takes it from each device's block of uint8 images."""
+    import jax
+    import jax.numpy as jnp
+    import keras
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    axis = mesh.axis_names[0]
+    workers = int(mesh.devices.size)
+    replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P(axis))
+    optimizer = new_optimizer()
+    optimizer.build(model.trainable_variables)
+    variables = list(model.trainable_variables)
+    shapes = [tuple(v.shape) for v in variables]
+    sizes = [int(np.prod(shape)) for shape in shapes]
+    shards = [-(-size // workers) for size in sizes]
+    travel = jnp.dtype(options.reduce_dtype)
+    buckets = gradient_buckets(sizes, travel.itemsize, options.bucket_bytes)
+    floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
+    sharded = options.reduction == REDUCE_SCATTER
+
+    updater = optimizer
+    if sharded:
+        updater = new_optimizer()
+        updater.build([keras.Variable(np.zeros(shard, v.dtype), dtype=v.dtype,
+                                      name=f"share_{i}")
+                       for i, (v, shard) in enumerate(zip(variables, shards, strict=True))])
+    # under reduce-scatter the slot variables (1-D, one share per device) are split; the
+    # optimizer's own scalars (step count, rate) are replicated
+    split_slots = [sharded and len(v.shape) > 0 for v in updater.variables]
+    optimizer_specs = [P(axis) if s else P() for s in split_slots]
+
+    def travelling(gradient: Array) -> Array:
+        return gradient.astype(travel)
+
+    def arrived(total: Array, like: Array) -> Array:
+        return (total.astype(jnp.float32) / workers).astype(like.dtype)
+
+    def all_reduced(grads: list[Array]) -> list[Array]:
+        if options.reduction == NO_REDUCTION:
+            return grads
+        if options.reduction == ALLREDUCE:
+            if travel == jnp.float32:
+                mean: list[Array] = jax.lax.pmean(grads, axis)
+                return mean
+            return [arrived(jax.lax.psum(travelling(g), axis), g) for g in grads]
+        reduced = list(grads)
+        for bucket in buckets:
+            flat = jax.lax.psum(jnp.concatenate([travelling(grads[i]).ravel()
+                                                 for i in bucket]), axis)
+            pieces = jnp.split(flat, np.cumsum([sizes[i] for i in bucket])[:-1])
+            for i, piece in zip(bucket, pieces, strict=True):
+                reduced[i] = arrived(piece, grads[i]).reshape(shapes[i])
+        return reduced
+
+    def padded(value: Array, index: int) -> Array:
+        """A variable flattened and padded to ``workers`` equal shares, one row each."""
+        flat = value.ravel()
+        return jnp.pad(flat, (0, workers * shards[index] - sizes[index])).reshape(
+            workers, shards[index])
+
+    def gathered(shares: list[Array]) -> list[Array]:
+        """Every variable whole again from the devices' shares, one all-gather per bucket."""
+        whole = list(shares)
+        for bucket in reversed(buckets):        # forward order: the first layers first
+            mine = jnp.concatenate([shares[i] for i in bucket])
+            rows = jax.lax.all_gather(mine, axis, axis=0, tiled=False)
+            columns = jnp.split(rows, np.cumsum([shards[i] for i in bucket])[:-1], axis=1)
+            for i, column in zip(bucket, columns, strict=True):
+                whole[i] = column.ravel()[:sizes[i]].reshape(shapes[i])
+        return whole
+
+    def sharded_update(shares: list[Array], grads: list[Array],
+                       optimizer_vars: list[Array]) -> tuple[list[Array], list[Array]]:
+        grad_shares: list[Array] = list(grads)
+        for bucket in buckets:
+            rows = jnp.concatenate([padded(travelling(grads[i]), i) for i in bucket], axis=1)
+            mine = jax.lax.psum_scatter(rows, axis, scatter_dimension=0, tiled=True)[0]
+            pieces = jnp.split(mine, np.cumsum([shards[i] for i in bucket])[:-1])
+            for i, piece in zip(bucket, pieces, strict=True):
+                grad_shares[i] = arrived(piece, grads[i])
+        shares, optimizer_vars = updater.stateless_apply(optimizer_vars, grad_shares, shares)
+        return shares, optimizer_vars
+
+    def device_step(state: State, totals: Array, x_block: Array, y_block: Array, order: Array,
+                    step: Array) -> tuple[State, Array]:
+        trainable, non_trainable, optimizer_vars = state
+        images, labels = _take_batch(x_block[0], y_block[0], order[0], step, batch)
+        (loss, (predictions, updated)), grads = _gradients(
+            model, loss_fn, gathered(trainable) if sharded else trainable,
+            [v[0] for v in non_trainable], preprocess(images), labels)
+        step_totals = _totals(loss, predictions, labels)
+        if options.moving_each_step:
+            moving = jax.lax.pmean([v for v, f in zip(updated, floating, strict=True) if f],
+                                   axis)[::-1]
+            updated = [moving.pop() if f else v for v, f in zip(updated, floating, strict=True)]
+            step_totals = jax.lax.psum(step_totals, axis) / workers
+        if sharded:
+            trainable, optimizer_vars = sharded_update(trainable, grads, optimizer_vars)
+        else:
+            trainable, optimizer_vars = updater.stateless_apply(optimizer_vars,
+                                                                all_reduced(grads), trainable)
+        return (trainable, [v[None] for v in updated], optimizer_vars), totals + step_totals[None]
+
+    # non-trainable variables carry one copy per device: (workers, *shape), split; under
+    # reduce-scatter the weights are their devices' shares, gathered as a step starts (so
+    # the gather can overlap the forward pass), each (workers * share,) split
+    weight_spec = P(axis) if sharded else P()
+    state_specs = (weight_spec, P(axis), optimizer_specs)
+    step: StepFunction = jax.jit(jax.shard_map(
+        device_step, mesh=mesh,
+        in_specs=(state_specs, P(axis), P(axis), P(axis), P(axis), P()),
+        out_specs=(state_specs, P(axis)), check_vma=False), donate_argnums=(0, 1))
+    average = jax.jit(jax.shard_map(
+        lambda values: [jax.lax.pmean(v, axis) if f else v
+                        for v, f in zip(values, floating, strict=True)],
+        mesh=mesh, in_specs=(P(axis),), out_specs=P(axis), check_vma=False))
+
+    def average_moving(state: State) -> State:
+        return state[0], average(state[1]), state[2]
+
+    own_copies = jax.jit(jax.shard_map(
+        lambda weights: [v[None] for v in (gathered(weights) if sharded else weights)],
+        mesh=mesh, in_specs=(weight_spec,), out_specs=P(axis), check_vma=False))
+
+    def device_copies(state: State) -> State:
+        return own_copies(state[0]), state[1], state[2]
+
+    def flat_shares(value: np.ndarray, index: int) -> np.ndarray:
+        return np.pad(value.ravel(), (0, workers * shards[index] - sizes[index]))
+
+    # host copies: the step donates its state, which must not take the model's own buffers
+    state: State = (
+        jax.device_put([flat_shares(np.asarray(v.value), i) if sharded else np.asarray(v.value)
+                        for i, v in enumerate(variables)], split if sharded else replicated),
+        jax.device_put([np.stack([np.asarray(v.value)] * workers)
+                        for v in model.non_trainable_variables], split),
+        [jax.device_put(np.concatenate([np.asarray(v.value)] * workers) if s
+                        else np.asarray(v.value), split if s else replicated)
+         for v, s in zip(updater.variables, split_slots, strict=True)])
+
+    def shared(state: State) -> State:
+        optimizer_values = [value.reshape(-1)[:int(np.prod(v.shape))].reshape(v.shape)
+                            if s else value
+                            for v, value, s in zip(optimizer.variables, state[2], split_slots,
+                                                   strict=True)]
+        weights = ([value[:size].reshape(shape) for value, size, shape in
+                    zip(state[0], sizes, shapes, strict=True)] if sharded else state[0])
+        return weights, [v[0] for v in state[1]], optimizer_values
+
+    return DeviceStep(optimizer, step, state, shared, average_moving, device_copies)
+
+
 def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     clock = Clock()
     require_tensorboard(config)
     if config.precision == "mixed_float16":
         raise SpecError("jax strategies take precision 'mixed_bfloat16' or 'float32', "
                         "not 'mixed_float16' (no loss scaling in the stateless step)")
+    per_device = config.strategy == "jax-pmean"
+    options = StepOptions.of(config)
     if config.device == "gpu":
-        _overlap_collectives_with_compute()
+        set_gpu_xla_flags(options)
     try:
         import jax
         import jax.numpy as jnp
@@ -101,7 +439,6 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     workers = len(devices)
     mesh = Mesh(np.array(devices), ("batch",))
     replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
-    per_device = config.strategy == "jax-pmean"
     keras.distribution.set_distribution(
         None if per_device else keras.distribution.DataParallel(devices=devices))
     keras.mixed_precision.set_global_policy(config.precision)
@@ -114,9 +451,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     batch = config.batch_size
     steps = steps_per_epoch(len(data.x_train), workers, batch, config.steps_per_epoch)
     learning_rate = make_learning_rate(keras, keras.ops, config, steps)
-    optimizer = make_optimizer(keras, config, learning_rate)
-    optimizer.build(model.trainable_variables)
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
+    preprocess = make_preprocess(image_size)
 
     block = len(data.x_train) // workers
     x_blocks = np.stack([data.x_train[i::workers][:block] for i in range(workers)])
@@ -124,72 +460,31 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     x_dev = jax.device_put(x_blocks, split)
     y_dev = jax.device_put(y_blocks.astype(np.int32), split)
 
-    def preprocess(images: Array) -> Array:
-        images = images.astype(jnp.float32) / 255.0
-        if image_size:
-            images = jax.image.resize(images, (images.shape[0], image_size, image_size,
-                                               images.shape[3]), "bilinear")
-        return images
-
-    def take_batch(x_block: Array, y_block: Array, order: Array, step: Array) -> tuple[Array, Array]:
-        index = jax.lax.dynamic_slice_in_dim(order, step * batch, batch)
-        return jnp.take(x_block, index, axis=0), jnp.take(y_block, index, axis=0)
-
-    def gradients(trainable: list[Array], non_trainable: list[Array], images: Array,
-                  labels: Array) -> tuple[tuple[Array, tuple[Array, list[Array]]], list[Array]]:
-        def loss_of(trainable: list[Array],
-                    non_trainable: list[Array]) -> tuple[Array, tuple[Array, list[Array]]]:
-            predictions, non_trainable = model.stateless_call(trainable, non_trainable, images,
-                                                              training=True)
-            return loss_fn(labels, predictions), (predictions, non_trainable)
-        return jax.value_and_grad(loss_of, has_aux=True)(trainable, non_trainable)
-
-    def totals_of(loss: Array, predictions: Array, labels: Array) -> Array:
-        hits = jnp.sum(jnp.argmax(predictions, -1) == labels).astype(jnp.float32)
-        count = jnp.float32(labels.shape[0])
-        return jnp.stack([loss.astype(jnp.float32) * count, hits, count])
-
-    floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
-
-    step_fn: Callable[[State, Array, Array, Array, Array, Array], tuple[State, Array]]
+    step_fn: StepFunction
+    totals_shape: tuple[int, ...]
     if per_device:
-        def device_step(state: State, totals: Array, x_block: Array, y_block: Array, order: Array,
-                        step: Array) -> tuple[State, Array]:
-            trainable, non_trainable, optimizer_vars = state
-            images, labels = take_batch(x_block[0], y_block[0], order[0], step)
-            (loss, (predictions, updated)), grads = gradients(
-                trainable, [v[0] for v in non_trainable], preprocess(images), labels)
-            grads = jax.lax.pmean(grads, "batch")
-            trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads,
-                                                                  trainable)
-            totals = totals + totals_of(loss, predictions, labels)[None]
-            return (trainable, [v[None] for v in updated], optimizer_vars), totals
-
-        # non-trainable variables carry one copy per device: (workers, *shape), split
-        state_specs = (P(), P("batch"), P())
-        step_fn = jax.jit(jax.shard_map(
-            device_step, mesh=mesh,
-            in_specs=(state_specs, P("batch"), P("batch"), P("batch"), P("batch"), P()),
-            out_specs=(state_specs, P("batch")), check_vma=False), donate_argnums=(0, 1))
-        average_moving = jax.jit(jax.shard_map(
-            lambda values: [jax.lax.pmean(v, "batch") if f else v
-                            for v, f in zip(values, floating, strict=True)],
-            mesh=mesh, in_specs=(P("batch"),), out_specs=P("batch"), check_vma=False))
+        program = build_device_step(
+            model, functools.partial(make_optimizer, keras, config, learning_rate), loss_fn,
+            mesh, batch, preprocess, options)
+        optimizer, step_fn, state = program.optimizer, program.step, program.state
+        totals_shape, totals_sharding = (workers, 3), split
     else:
+        optimizer = make_optimizer(keras, config, learning_rate)
+        optimizer.build(model.trainable_variables)
         gather = jax.jit(jax.shard_map(
-            lambda x, y, order, step: take_batch(x[0], y[0], order[0], step),
+            lambda x, y, order, step: _take_batch(x[0], y[0], order[0], step, batch),
             mesh=mesh, in_specs=(P("batch"), P("batch"), P("batch"), P()),
             out_specs=(P("batch"), P("batch")), check_vma=False))
 
         def global_step(state: State, totals: Array, images: Array,
                         labels: Array) -> tuple[State, Array]:
             trainable, non_trainable, optimizer_vars = state
-            (loss, (predictions, non_trainable)), grads = gradients(
-                trainable, non_trainable, preprocess(images), labels)
+            (loss, (predictions, non_trainable)), grads = _gradients(
+                model, loss_fn, trainable, non_trainable, preprocess(images), labels)
             trainable, optimizer_vars = optimizer.stateless_apply(optimizer_vars, grads,
                                                                   trainable)
             return ((trainable, non_trainable, optimizer_vars),
-                    totals + totals_of(loss, predictions, labels))
+                    totals + _totals(loss, predictions, labels))
 
         jitted = jax.jit(global_step, donate_argnums=(0, 1))
 
@@ -199,26 +494,14 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             return result
 
         step_fn = gathered_step
-
-    trainable = jax.device_put([v.value for v in model.trainable_variables], replicated)
-    optimizer_vars = jax.device_put([v.value for v in optimizer.variables], replicated)
-    totals_shape: tuple[int, ...]
-    if per_device:
-        non_trainable = jax.device_put(
-            [np.stack([np.asarray(v.value)] * workers) for v in model.non_trainable_variables],
-            split)
-        totals_shape, totals_sharding = (workers, 3), split
-    else:
-        non_trainable = jax.device_put([v.value for v in model.non_trainable_variables],
-                                       replicated)
+        state = (jax.device_put([v.value for v in model.trainable_variables], replicated),
+                 jax.device_put([v.value for v in model.non_trainable_variables], replicated),
+                 jax.device_put([v.value for v in optimizer.variables], replicated))
         totals_shape, totals_sharding = (3,), replicated
-    state: State = (trainable, non_trainable, optimizer_vars)
 
     def shared(state: State) -> State:
         """The state with one copy of each variable (after an epoch all devices agree)."""
-        if not per_device:
-            return state
-        return state[0], [v[0] for v in state[1]], state[2]
+        return program.shared(state) if per_device else state
     output_dir = config.output_dir
     log = EpochLog(output_dir)
     summaries = (_summary_writer(os.path.join(output_dir, "tensorboard"))
@@ -242,7 +525,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             if in_lockstep:
                 jax.block_until_ready(totals)
         if per_device:
-            state = (state[0], average_moving(state[1]), state[2])
+            state = program.average_moving(state)
         jax.block_until_ready(state)
         loss_hits_count = np.asarray(totals).reshape(-1, 3).sum(axis=0)
         record = EpochRecord(epoch, clock.seconds(),
@@ -274,7 +557,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
                                              config.global_batch_size)
     if output_dir is not None and config.save_model:
         model.save(os.path.join(output_dir, "model.keras"))
-    digests = _device_digests(model, state, devices, stacked_non_trainable=per_device)
+    digests = _device_digests(model, program.device_copies(state) if per_device else state,
+                              devices, stacked=per_device)
     return TrainingResult(
         strategy=config.strategy, model=config.model, dataset=data.name, workers=workers,
         batch_per_worker=batch, global_batch=batch * workers,
@@ -287,15 +571,18 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         devices=tuple(str(d) for d in devices), batchnorm_momentum=batchnorm_momentum(model))
 
 
-def _overlap_collectives_with_compute() -> None:
-    """Let XLA schedule the gradient all-reduce while the backward pass still runs.
+def set_gpu_xla_flags(options: StepOptions) -> None:
+    """Let XLA schedule the gradient reduction while the backward pass still runs, and keep
+    its combiners from merging buckets (:attr:`StepOptions.xla_flags`).
 
     Read when JAX first initialises its GPU backend, so it must be set before that; a flag
     the user already put in ``XLA_FLAGS`` is left as it is.
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_gpu_enable_latency_hiding_scheduler" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + " --xla_gpu_enable_latency_hiding_scheduler=true").strip()
+    for flag in ("--xla_gpu_enable_latency_hiding_scheduler=true",) + options.xla_flags:
+        if flag.partition("=")[0] not in flags:
+            flags = (flags + " " + flag).strip()
+    os.environ["XLA_FLAGS"] = flags
 
 
 def _store(model: KerasModel, optimizer: KerasOptimizer, state: State) -> None:
@@ -330,14 +617,13 @@ def _evaluate(jax: ModuleType, jnp: ModuleType, model: KerasModel, loss_fn: Loss
 
 
 def _device_digests(model: KerasModel, state: State, devices: Sequence[Device],
-                    stacked_non_trainable: bool = False) -> tuple[str, ...]:
+                    stacked: bool = False) -> tuple[str, ...]:
     """One digest per device, over that device's own copy of every weight.
 
-    With ``stacked_non_trainable`` each non-trainable value is (devices, *shape), split so
-    that each device holds its own row.
+    With ``stacked`` each value is (devices, *shape), split so that each device holds its
+    own row (:attr:`DeviceStep.device_copies`).
     """
     trainable, non_trainable, _ = state
-    stacked = {id(v) for v in model.non_trainable_variables} if stacked_non_trainable else set()
     by_id = {id(v): a for v, a in zip(model.trainable_variables, trainable, strict=True)}
     by_id.update({id(v): a for v, a in zip(model.non_trainable_variables, non_trainable, strict=True)})
     digests = []
@@ -347,7 +633,7 @@ def _device_digests(model: KerasModel, state: State, devices: Sequence[Device],
             value = by_id[id(weight)]
             copy = [s.data for s in value.addressable_shards if s.device == device]
             array = np.asarray(copy[0] if copy else value)
-            arrays.append(array[0] if id(weight) in stacked else array)
+            arrays.append(array[0] if stacked else array)
         digests.append(weights_digest(arrays))
     return tuple(digests)
 
@@ -408,5 +694,7 @@ STRATEGY = (
     dataclasses.replace(
         _DATA_PARALLEL, name="jax-pmean",
         doc="Keras 3 on JAX, one process: the step runs per device under jax.shard_map and "
-            "one pmean averages the gradients (Horovod semantics; BatchNorm per device)"),
+            "averages the gradients (all-reduce, buckets or reduce-scatter; Horovod "
+            "semantics; BatchNorm per device)",
+        gradient_reductions=GRADIENT_REDUCTIONS, gradient_reduce_dtypes=REDUCE_DTYPES),
 )

@@ -30,8 +30,8 @@ from accelml.dl.common import (
     Clock,
     EpochLog,
     files_under,
+    fit_epoch_callback,
     in_slurm_step,
-    learning_rate_value,
     make_learning_rate,
     make_optimizer,
     require_tensorboard,
@@ -141,17 +141,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     out_dir = config.output_dir if chief else scratch
     records: list[EpochRecord] = []
     log = EpochLog(config.output_dir if chief else None)
-    epoch_clock = Clock()
 
-    def start_epoch(epoch: int, logs: Mapping[str, float] | None) -> None:
-        nonlocal epoch_clock
-        epoch_clock = Clock()
-
-    def end_epoch(epoch: int, logs: Mapping[str, float]) -> None:
-        record = EpochRecord(epoch, epoch_clock.seconds(), float(logs["loss"]),
-                             float(logs["accuracy"]),
-                             learning_rate_value(learning_rate, (epoch + 1) * steps - 1),
-                             steps * config.global_batch_size)
+    def end_epoch(record: EpochRecord) -> None:
         records.append(record)
         log.write(record)
 
@@ -165,7 +156,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
                 for copy in copies:
                     copy.assign(mean)
 
-    epoch_timer = keras.callbacks.LambdaCallback(on_epoch_begin=start_epoch, on_epoch_end=end_epoch)
+    epoch_timer = fit_epoch_callback(keras, learning_rate, steps, steps * config.global_batch_size,
+                                     end_epoch)
     callbacks = [epoch_timer] if legacy else [
         keras.callbacks.LambdaCallback(on_epoch_end=average_moving_statistics), epoch_timer]
     if out_dir is not None and config.checkpoints:

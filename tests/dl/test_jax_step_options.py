@@ -1,0 +1,38 @@
+"""The gradient reductions of ``jax-pmean`` on two XLA host devices: every device ends with the
+same weights, and the same weights as the plain float32 all-reduce (bfloat16 on the wire
+within its rounding); without any reduction the devices drift apart (the negative control)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("jax_step_variants.py")
+
+
+def test_gradient_reductions_keep_devices_identical_and_match_the_all_reduce():
+    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    variants = ["buckets/float32", "reduce-scatter/float32", "allreduce/bfloat16",
+                "buckets/bfloat16", "reduce-scatter/bfloat16", "allreduce/float32/each",
+                "none/float32"]
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(SCRIPT), *variants], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    for variant in variants[:-1]:
+        found = out[variant]
+        assert found["devices_agree"], variant
+        # float32 sums in another grouping agree to rounding; bfloat16 to its 8-bit mantissa
+        tolerance = 1e-6 if "float32" in variant else 0.01 * found["max_update"]
+        assert found["max_difference"] <= tolerance, (variant, found)
+    unreduced = out["none/float32"]
+    assert not unreduced["devices_agree"]
+    assert unreduced["max_difference"] > 0.1 * unreduced["max_update"]
