@@ -1,9 +1,9 @@
 """The spec reference: every key a spec file may hold, with its type, default and an example,
 generated from the schema (:mod:`accelml.spec.schema`) and the records that own the defaults.
 
-``docs/spec-reference.md`` is this module's output; a test keeps the two the same::
+``experiments/SPEC-REFERENCE.md`` is this module's output; a test keeps the two the same::
 
-    python -m accelml.spec.reference > docs/spec-reference.md
+    python -m accelml.spec.reference > experiments/SPEC-REFERENCE.md
 
 >>> text = spec_reference()
 >>> "| `target` | a string |" in text and "backend_params" in text
@@ -34,7 +34,8 @@ from accelml.spec.schema import (
 
 Keys = Mapping[str, tuple[tuple[type, ...], str]]
 
-_REPEAT_FIELDS = {"min": "min_repeats", "max": "max_repeats", "target": "target_rel", "confidence": "confidence"}
+_REPEAT_FIELDS = {"min": "min_repeats", "max": "max_repeats", "target": "target_rel", "confidence": "confidence",
+                  "skip_warmup_after": "skip_warmup_after"}
 
 
 def toml_value(value: object) -> str:

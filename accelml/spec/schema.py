@@ -103,7 +103,7 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling", "keras_backend",
                  "oversubscribe")
 
-# What the spec reference (accelml.spec.reference, docs/spec-reference.md) shows for each key:
+# What the spec reference (accelml.spec.reference, experiments/SPEC-REFERENCE.md) shows for each key:
 # an example value (checked against the key's types by the tests) and, where no record or
 # function signature owns the default, the default in words. Sections: "spec" (top level),
 # "repeats", "datasets" (every source's keys, by name), "cases".
@@ -114,7 +114,7 @@ EXAMPLES: dict[str, object] = {
     "spec.datasets": {"blobs": {"source": "generated", "generator": "blobs"}},
     "spec.cluster": {"kind": "slurm", "jobs": 4}, "spec.cases": [{"algorithm": "kmeans"}],
     "repeats.min": 3, "repeats.max": 10, "repeats.target": 0.05, "repeats.confidence": 0.95,
-    "repeats.max_seconds": 60,
+    "repeats.max_seconds": 60, "repeats.skip_warmup_after": 2.0,
     "datasets.source": "file", "datasets.generator": "classification", "datasets.name": "breast_cancer",
     "datasets.n_samples": 2000, "datasets.n_features": 8, "datasets.n_informative": 4,
     "datasets.n_classes": 3, "datasets.centers": 4, "datasets.cluster_std": 1.5, "datasets.noise": 0.1,

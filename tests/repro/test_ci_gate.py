@@ -98,7 +98,7 @@ def test_compare_exit_code_with_and_without_only_available(gpu_baseline_on_a_cpu
 
 
 def test_the_github_actions_example_runs_a_check_command_accelml_accepts():
-    workflow = yaml.safe_load((REPO / "docs" / "github-actions-check.yml").read_text())
+    workflow = yaml.safe_load((REPO / "experiments" / "ci" / "github-actions-check.yml").read_text())
     steps = workflow["jobs"]["reproducibility"]["steps"]
     [command] = [step["run"] for step in steps if "accelml check" in step.get("run", "")]
     words = shlex.split(command)

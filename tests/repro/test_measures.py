@@ -234,6 +234,20 @@ def test_a_test_accuracy_gap_from_stale_batchnorm_statistics_is_explained(tmp_pa
     assert "weigh 0.53" in matrix.format() and scale.to_dict()["notes"] == [note]
 
 
+def test_a_gap_after_few_steps_with_fresh_statistics_names_the_lagging_averages(tmp_path):
+    # measured on 4 x H100 (benchmarks/gpu/results/res-strat6): 32 steps at momentum 0.9
+    store = ResultsStore(tmp_path)
+    run_id = new_run(store)
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="torch-ddp", dl=_dl(1, 1.0, updates=128, momentum=0.9, batch=512))
+    add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
+               strategy="torch-ddp", workers=4, dl=_dl(4, 0.089, updates=32, momentum=0.9,
+                                                      batch=512))
+    (scale,) = agreement_matrix(store, run_id).cross_scale
+    (note,) = scale.notes
+    assert "updated only 32 times (vs 128)" in note and "last ~10 steps" in note
+
+
 def test_no_explanation_where_accuracies_agree_or_training_itself_fell_short(tmp_path):
     store = ResultsStore(tmp_path)
     run_id = new_run(store)

@@ -113,6 +113,17 @@ def accuracy_gap_reason(reference: DLMeasurements, other: DLMeasurements) -> str
                 f"momentum {low.batchnorm_momentum:g}, so their initial values still weigh "
                 f"{stale:.2g}{theirs}: evaluation uses them. Train more steps or lower "
                 f"batchnorm_momentum.")
+    if (stale is not None and trained is not None and trained - (low.test_accuracy or 0.0) > GAP
+            and high.final_accuracy is not None and high.final_accuracy - trained <= GAP
+            and (low.batchnorm_updates or 0) < (high.batchnorm_updates or 0)):
+        memory = 1.0 / (1.0 - (low.batchnorm_momentum or 0.0))
+        return (f"{who}{accuracies} while its training accuracy (batch statistics) is "
+                f"{trained:.3g}, as the reference's: evaluation uses BatchNorm moving statistics, "
+                f"updated only {low.batchnorm_updates} times (vs {high.batchnorm_updates}) at "
+                f"momentum {low.batchnorm_momentum:g}, an average over the last ~{memory:.0f} "
+                f"steps, of weights that were still changing fast at learning rate "
+                f"{low.learning_rate:g}; they do not match the final weights. Train more steps "
+                f"(or evaluate in training mode to confirm).")
     if trained is not None and high.final_accuracy is not None \
             and high.final_accuracy - trained > GAP:
         steps = ("" if low.batchnorm_updates is None or high.batchnorm_updates is None else
