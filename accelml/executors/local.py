@@ -125,7 +125,9 @@ class LocalExecutor:
 
 def scale_problem(needs: CaseNeeds) -> str | None:
     """Why this machine should not run a case with ``needs``: more ranks than it has cores,
-    unless the case allows it (``oversubscribe = true``); else None.
+    or more GPUs than it has (where it has some: without any, the case is recorded as
+    unavailable here, which ``--only-available`` skips), unless the case allows it
+    (``oversubscribe = true``); else None.
 
     >>> scale_problem(CaseNeeds(ranks=1)) is None
     True
@@ -134,11 +136,18 @@ def scale_problem(needs: CaseNeeds) -> str | None:
     >>> scale_problem(CaseNeeds(ranks=10**6, oversubscribe=True)) is None
     True
     """
-    cores = usable_cores()
-    if needs.ranks <= cores or needs.oversubscribe:
+    if needs.oversubscribe:
         return None
-    return (f"{needs.ranks} ranks on this machine, which has {cores} core(s): "
-            "set oversubscribe = true in the case to run more ranks than cores")
+    cores = usable_cores()
+    if needs.ranks > cores:
+        return (f"{needs.ranks} ranks on this machine, which has {cores} core(s): "
+                "set oversubscribe = true in the case to run more ranks than cores")
+    if needs.gpus:
+        found, _ = list_gpus()      # none at all: the case is unavailable here, not refused
+        if found and needs.gpus > len(found):
+            return (f"{needs.gpus} GPUs on this machine, which has {len(found)}: set "
+                    "oversubscribe = true in the case to share GPUs between ranks")
+    return None
 
 
 def gpu_shortfall(needs: Sequence[CaseNeeds]) -> dict[int, str]:
