@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 from pathlib import Path
 
 from rich.progress import (
@@ -109,8 +108,8 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \
         else Path.cwd()
     experiment = stored_experiment(run, base)
-    print(f"accelml compare: resuming run {run.run_id} from its stored spec; "
-          f"{RESUME_SETTINGS_NOTE}", file=sys.stderr)
+    stderr_console().print(f"accelml compare: resuming run {run.run_id} from its stored spec; "
+                           f"{RESUME_SETTINGS_NOTE}", markup=False)
     return experiment, run
 
 

@@ -385,10 +385,10 @@ def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
         Column((Form("speedup", _speedup_text), Form("speedup", _short_speedup)), justify=right,
                compact_rank=20),
         Column((Form("other phases", _other_phases_text), Form("other", _other_phases_short)),
-               justify=right, compact_rank=18, drop_rank=58,
+               justify=right, compact_rank=18, drop_rank=34,
                applies=lambda rows: any(not r.is_reference and len(r.phase_speedups) > 1
                                         for r in rows)),
-        Column((Form("iterations", _iterations_text),), justify=right, drop_rank=56,
+        Column((Form("iterations", _iterations_text),), justify=right, drop_rank=36,
                applies=lambda rows: any(r.iterations is not None for r in rows)),
         Column((Form("ranks", ranks_text),), justify=right, drop_rank=66,
                applies=lambda rows: any(r.ranks_identical is not None for r in rows)),

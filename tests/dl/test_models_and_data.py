@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
+from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.dl.data import generated_images, load_image_data
 from accelml.dl.models import MODELS, build_model
 from accelml.errors import AccelmlError, SpecError
@@ -89,7 +90,8 @@ def test_fashion_mnist_idx_files_from_local_path(tmp_path):
     assert np.array_equal(data.y_test, labels)
 
 
-def test_cifar10_batches_from_local_path(tmp_path):
+def test_cifar10_batches_from_local_path(tmp_path, monkeypatch):
+    monkeypatch.setenv(PICKLE_OPT_IN, "1")     # the user opts in for a folder of theirs
     folder = tmp_path / "cifar-10-batches-py"
     folder.mkdir()
     rng = np.random.default_rng(0)
