@@ -38,6 +38,7 @@ from pathlib import Path
 
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available
+from accelml.cli.output import ensure_writable, write_or_fail
 from accelml.compare import run_experiment
 from accelml.errors import SpecError
 from accelml.executors.arguments import non_negative_int, positive_int
@@ -111,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
                         + ("both" if args.spec else "neither"))
     if args.deterministic and args.spec is None:
         raise SpecError("--deterministic applies to running a SPEC, not to a stored --run")
+    if args.junit:
+        ensure_writable(args.junit, "--junit")      # before a spec runs
     baseline_path = Path(args.baseline)
     # Read before anything runs: a file that is not a baseline is a SpecError (exit 2).
     against = None if args.update_baseline else Baseline.read(baseline_path)
@@ -134,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report = check_run(store, run_id, against, skip_unavailable=args.only_available)
     if args.junit:
-        Path(args.junit).write_text(report.to_junit())
+        write_or_fail("--junit", args.junit, lambda: Path(args.junit).write_text(report.to_junit()))
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, default=str))
     else:

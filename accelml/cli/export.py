@@ -17,7 +17,7 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from accelml.cli.output import stderr_console
+from accelml.cli.output import ensure_writable, stderr_console, write_or_fail
 from accelml.errors import SpecError, UnavailableError
 from accelml.report.frame import runs_frame
 from accelml.report.runs import open_store, resolve_run
@@ -56,16 +56,22 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.run_ids) == bool(args.all):
         raise SpecError("name the runs to export (RUN_ID ...) or --all, not both")
     engine = parquet_engine() if args.parquet else None
+    what, target = ("--parquet", args.parquet) if args.parquet else ("--csv", args.csv)
+    ensure_writable(target, what)
     store = open_store(args.results_dir)
     runs = store.list_runs() if args.all else [resolve_run(store, run_id)
                                                for run_id in args.run_ids]
     table = runs_frame(store, runs, samples=args.samples, reference=args.reference)
-    path = Path(args.parquet or args.csv)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if engine is not None:
-        table.to_parquet(path, engine=engine, index=False)
-    else:
-        table.to_csv(path, index=False)
+    path = Path(target)
+
+    def write() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if engine is not None:
+            table.to_parquet(path, engine=engine, index=False)
+        else:
+            table.to_csv(path, index=False)
+
+    write_or_fail(what, path, write)
     what = "timed repeat(s)" if args.samples else "case(s)"
     stderr_console().print(f"accelml export: wrote {len(table)} {what} of {len(runs)} run(s) "
                            f"to {path}", markup=False)

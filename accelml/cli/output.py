@@ -13,13 +13,18 @@ at its natural width.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO, TypeVar
 
 from rich.console import Console
 
+from accelml.errors import AccelmlError
 from accelml.report.layout import Layout, render, rich_table
+
+T = TypeVar("T")
 
 UNBOUNDED = 100_000
 """The width of a console that is not a terminal: wider than any line printed."""
@@ -53,3 +58,25 @@ def print_table(console: Console, layout: Layout, title: str = "",
         console.print(rich_table(layout, title, row_styles))
     else:
         console.print(render(layout, title), markup=False)
+
+
+def ensure_writable(path: str, what: str, directory: bool = False) -> None:
+    """Refuse, before anything is written, an output the user cannot get: a file path that
+    is a directory (or a directory path that is a file), or one under no writable directory."""
+    target = Path(path)
+    if target.is_dir() != directory and target.exists():
+        kind = "a directory" if target.is_dir() else "a file"
+        raise AccelmlError(f"{what} {path}: is {kind}; give a {'directory' if directory else 'file'} path")
+    ancestor = target if directory and target.is_dir() else target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise AccelmlError(f"{what} {path}: cannot write there ({ancestor} is not a writable directory)")
+
+
+def write_or_fail(what: str, path: str | Path, write: Callable[[], T]) -> T:
+    """``write()``, with a failure to write (a full disk, a lost mount) as one line."""
+    try:
+        return write()
+    except OSError as error:
+        raise AccelmlError(f"{what} {path}: cannot write: {error.strerror or error}") from None

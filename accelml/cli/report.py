@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-from accelml.cli.output import stderr_console, stdout_console, table_width
-from accelml.errors import AccelmlError
+from accelml.cli.output import (
+    ensure_writable,
+    stderr_console,
+    stdout_console,
+    table_width,
+    write_or_fail,
+)
 from accelml.report.history import spec_history, write_history_html
 from accelml.report.html import write_html
 from accelml.report.render import load_report
 from accelml.report.runs import open_store
-
-T = TypeVar("T")
 
 HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
 
@@ -76,50 +76,28 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _writable(path: str, what: str, directory: bool = False) -> None:
-    """Refuse, before anything is written, an output the user cannot get: a file path that
-    is a directory (or a directory path that is a file), or one under no writable directory."""
-    target = Path(path)
-    if target.is_dir() != directory and target.exists():
-        kind = "a directory" if target.is_dir() else "a file"
-        raise AccelmlError(f"{what} {path}: is {kind}; give a {'directory' if directory else 'file'} path")
-    ancestor = target if directory and target.is_dir() else target.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise AccelmlError(f"{what} {path}: cannot write there ({ancestor} is not a writable directory)")
-
-
-def _write(what: str, path: str | Path, write: Callable[[], T]) -> T:
-    """``write()``, with a failure to write (a full disk, a lost mount) as one line."""
-    try:
-        return write()
-    except OSError as error:
-        raise AccelmlError(f"{what} {path}: cannot write: {error.strerror or error}") from None
-
-
 def run(args: argparse.Namespace) -> int:
     outputs = [(args.html, "--html", False), (args.plots, "--plots", True), (args.csv, "--csv", False),
                (None if args.json == "-" else args.json, "--json", False)]
     for path, what, directory in outputs:
         if path:
-            _writable(path, what, directory)
+            ensure_writable(path, what, directory)
     if args.history is not None:
         return _history(args)
     report = load_report(args.run_id, args.results_dir, reference=args.reference,
                          against=args.against, against_dir=args.against_dir)
     written: list[tuple[str, Path]] = []
     if args.html:
-        written.append(("HTML report", _write("--html", args.html,
+        written.append(("HTML report", write_or_fail("--html", args.html,
                                               lambda: write_html(report, args.html))))
     if args.plots:
-        plots = _write("--plots", args.plots, lambda: report.write_plots(args.plots, args.plot_format))
+        plots = write_or_fail("--plots", args.plots, lambda: report.write_plots(args.plots, args.plot_format))
         written.extend(("plot", path) for path in plots)
     if args.csv:
-        written.append(("CSV table", _write("--csv", args.csv, lambda: report.write_csv(args.csv))))
+        written.append(("CSV table", write_or_fail("--csv", args.csv, lambda: report.write_csv(args.csv))))
     json_to_stdout = args.json == "-"
     if args.json and not json_to_stdout:
-        written.append(("JSON", _write("--json", args.json, lambda: report.write_json(args.json))))
+        written.append(("JSON", write_or_fail("--json", args.json, lambda: report.write_json(args.json))))
 
     if json_to_stdout:
         print(json.dumps(report.to_dict(), indent=1, allow_nan=False))

@@ -347,6 +347,11 @@ BAD_COMMAND_LINES = {
     "report_against_dir_missing": ["report", "latest", "--results-dir", R, "--against", "latest",
                                    "--against-dir", "nowhere"],
     "report_two_run_ids": ["report", "a", "b", "--results-dir", R],
+    "export_csv_is_a_directory": ["export", "--all", "--results-dir", R, "--csv", "adir"],
+    "export_csv_in_proc": ["export", "--all", "--results-dir", R, "--csv", "/proc/nope/x.csv"],
+    "export_parquet_under_a_file": ["export", "--all", "--results-dir", R, "--parquet", "afile/x.pq"],
+    "check_junit_is_a_directory": ["check", "--run", "latest", "--baseline", B, "--results-dir", R,
+                                   "--junit", "adir"],
     # the others
     "slurm_script_missing_spec": ["slurm-script", "missing.toml"],
     "slurm_script_unknown_cluster": ["slurm-script", S, "--cluster", "nope"],
