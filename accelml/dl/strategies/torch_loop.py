@@ -274,7 +274,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         step = _captured_step(
             torch, forward_backward, apply,
             collectives.average if reduce_after_backward else None,
-            train_step, state, [v.value for v in trainable], config.batch_size,
+            state, [v.value for v in trainable], config.batch_size,
             warmup=_DDP_CAPTURE_WARMUP if averaging is not None else _CAPTURE_WARMUP)
 
     output_dir = config.output_dir if rank == 0 else None      # rank 0 writes every file
@@ -430,9 +430,8 @@ class _Recording:
 
 def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list[Any]]],
                    apply: Callable[[list[Any]], None],
-                   average: Callable[[list[Any]], list[Any]] | None, whole_step: Step,
-                   state: list[Any], parameters: list[Any], batch_size: int,
-                   warmup: int) -> Step:
+                   average: Callable[[list[Any]], list[Any]] | None, state: list[Any],
+                   parameters: list[Any], batch_size: int, warmup: int) -> Step:
     """The training step replayed from CUDA graphs: one graph for the whole step, or, where
     the gradients are averaged after the backward pass by a library that cannot be recorded
     (Horovod's background thread), a graph up to the gradients, ``average``, and a graph for
@@ -444,7 +443,12 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
     picked = torch.arange(batch_size, device=device)
     step: Callable[[], Any]
     if average is None:
-        step = _Recording(torch, lambda: whole_step(picked), warmup)
+        def whole_step() -> Any:
+            metrics, gradients = forward_backward(picked)
+            apply(gradients)
+            return metrics
+
+        step = _Recording(torch, whole_step, warmup)
     else:
         averaged = [torch.zeros_like(parameter) for parameter in parameters]
         first = _Recording(torch, lambda: forward_backward(picked), warmup)
