@@ -416,7 +416,9 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
     def predict(self, X: ArrayLike) -> object:
         result = self._call("predict", X)
         if self._encoded:
-            result = self.classes_[np.asarray(result, dtype=np.intp)]
+            compute = getattr(result, "compute", None)   # dask, whose blocks may be on GPUs
+            codes = device_sync(compute() if callable(compute) else result)
+            result = self.classes_[np.asarray(codes, dtype=np.intp)]
         return result
 
     @_offered("predict_proba")

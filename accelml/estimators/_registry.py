@@ -286,6 +286,10 @@ class Backend:
     factory yielding a list that receives an :class:`ExecutionPath` for every library call
     made inside it. ``main_phase``: the phase whose speedup is shown first for every case of
     the backend (``"epoch"`` for one that trains models; empty: the algorithm's own).
+    ``to_device(device)``: for a backend that trains faster from features already in device
+    memory, a function that copies a host array there and returns once the copy is done; the
+    runner calls it before the clock of ``fit`` starts and times it as the ``place`` phase
+    (as deep learning keeps its images on the GPUs). None (the default): host arrays.
     """
 
     name: str
@@ -305,6 +309,7 @@ class Backend:
     trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)
     main_phase: str = ""
+    to_device: Callable[[str], Callable[[np.ndarray], object] | None] = lambda device: None
 
     def __post_init__(self) -> None:
         where = f"Backend {self.name!r}"
@@ -317,9 +322,18 @@ class Backend:
                 raise TypeError(f"{where}: {label} must be a tuple of strings, not {names!r}")
         if not self.devices:
             raise TypeError(f"{where}: devices must name at least one device")
-        for label, function in (("probe", self.probe), ("repeat_expectation", self.repeat_expectation)):
+        for label, function in (("probe", self.probe), ("repeat_expectation", self.repeat_expectation),
+                                ("to_device", self.to_device)):
             if not callable(function):
                 raise TypeError(f"{where}: {label} must be callable, not {function!r}")
+        for algorithm, implementation in self.implementations.items():
+            known = ALGORITHMS.get(algorithm)
+            if known is None:
+                raise TypeError(f"{where}: {unknown_choice('algorithm', algorithm, tuple(ALGORITHMS))}")
+            lacking = [param.name for param in known.params if param.name not in implementation.params]
+            if lacking:
+                raise TypeError(f"{where}: its {algorithm} has no rule for {', '.join(lacking)} (one "
+                                "rule per parameter: Same, Rename, Convert, Unsupported, ...)")
 
     def availability(self, device: str) -> Availability:
         """Whether ``device`` can run here, under the backend's name; never raises."""

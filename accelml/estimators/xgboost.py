@@ -13,6 +13,13 @@ hand means the device work is done; no extra sync call is needed for timing.
 If the CUDA device is asked for on a machine without a GPU, accelml raises
 ``UnavailableError`` instead of letting XGBoost fall back to the CPU with a warning.
 
+Data on the GPU: on ``cuda`` with CuPy installed the runner copies the features into GPU
+memory first (the ``place`` phase, :attr:`Backend.to_device`), so XGBoost sketches the
+quantiles and builds its histogram index on the GPU and ``fit`` times the training, not the
+host-side preparation: from NumPy arrays XGBoost does that preparation on the CPU inside
+``fit`` (on 16 cores of an H100 machine, 10M x 50 rows took 13.2 s against 4.9 s on 64
+cores). Without CuPy the fit takes the host arrays, as XGBoost itself does.
+
 Several workers: a case with ``workers = N`` trains through ``xgboost.dask`` (its
 ``DaskXGBClassifier``/``DaskXGBRegressor`` take the same keyword arguments) on a dask cluster
 of N worker processes, one per GPU on ``cuda`` (:mod:`accelml.runner.dask_workers`). Its
@@ -31,8 +38,11 @@ True
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import importlib.util
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
+
+import numpy as np
 
 from accelml.cases import CaseLike, Expectation
 from accelml.probe import Availability, ImportProbe, list_gpus
@@ -69,6 +79,25 @@ def repeat_expectation(case: CaseLike, deterministic: bool) -> Expectation:
         return Expectation(True, "XGBoost's CUDA histogram pre-rounds its sums, so the same "
                                  "GPU model repeats bitwise (XGBoost >= 1.1)")
     return Expectation(True, "XGBoost hist on CPU repeats bitwise with a seed and fixed nthread")
+
+def to_device(device: str) -> Callable[[np.ndarray], object] | None:
+    """On ``cuda`` where CuPy is installed, :func:`to_gpu`; else None (host arrays).
+
+    >>> to_device("cpu") is None
+    True
+    """
+    if device != "cuda" or importlib.util.find_spec("cupy") is None:
+        return None
+    return to_gpu
+
+
+def to_gpu(array: np.ndarray) -> object:
+    """``array`` copied into the current GPU's memory (a CuPy array), once the copy is done."""
+    cupy = importlib.import_module("cupy")
+    placed = cupy.asarray(array)
+    cupy.cuda.get_current_stream().synchronize()
+    return placed
+
 
 _GRADIENT_BOOSTING: Mapping[str, Rule] = MappingProxyType({
     "n_estimators": Same(),
@@ -119,6 +148,7 @@ BACKEND = Backend(
         "cuda": "run on a machine with an NVIDIA GPU and driver, with the CUDA-enabled 'xgboost' wheel",
     },
     device_kwargs=lambda device: {"device": device},
+    to_device=to_device,
     implementations=MappingProxyType({
         "gradient_boosting_classifier": Implementation(
             "xgboost:XGBClassifier", _GRADIENT_BOOSTING, _FIXED, encodes_labels=True,

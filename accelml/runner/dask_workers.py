@@ -24,11 +24,13 @@ Threads: each worker gets the case's ``threads`` (cores per rank); unset, local 
 split this machine's cores evenly and job-queue ranks take ``SLURM_CPUS_PER_TASK`` (else 1).
 
 Timed phases (besides ``startup`` and ``load``, as for every case): ``place``, cutting
-``X_train``, ``y_train`` and ``X_test`` into N row blocks and sending block i to worker i
-(one sample); ``fit``, training on the placed blocks (per repeat); ``predict``, predicting
-the placed test rows and gathering them into this process (per repeat). Each worker's peak
-resident memory is recorded (``CaseResult.worker_peak_memory_bytes``), the case process's
-own in ``peak_host_memory_bytes``.
+``X_train``, ``y_train`` and ``X_test`` into N row blocks and sending block i to worker i,
+and where the backend trains from device memory (``Backend.to_device``: XGBoost on CUDA)
+copying the feature blocks into each worker's GPU (one sample); ``fit``, training on the
+placed blocks (per repeat); ``predict``, predicting the placed test rows and gathering
+them into this process (per repeat). Each worker's peak resident memory is recorded
+(``CaseResult.worker_peak_memory_bytes``), the case process's own in
+``peak_host_memory_bytes``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -189,17 +191,32 @@ def _wait_for_ranks(client: Any, ranks: subprocess.Popen[bytes], workers: int, h
         time.sleep(0.1)
 
 
-def place(client: Any, array: np.ndarray, addresses: list[str]) -> Any:
+def place(client: Any, array: np.ndarray, addresses: list[str],
+          to_device: Callable[[np.ndarray], object] | None = None) -> Any:
     """``array`` as a dask array of ``len(addresses)`` row blocks, block i held by worker i
-    (sent now: the call returns once every block is on its worker)."""
+    (sent now: the call returns once every block is on its worker), and with ``to_device``
+    (:attr:`accelml.estimators.Backend.to_device`) copied into that worker's device memory."""
     import dask.array as da
     from dask.delayed import delayed
+    from distributed import wait
 
     blocks = np.array_split(array, len(addresses))
     futures = [client.scatter(block, workers=[address], direct=True)
                for block, address in zip(blocks, addresses, strict=True)]
-    return da.concatenate([da.from_delayed(delayed(future), shape=block.shape, dtype=block.dtype)
+    meta = None
+    if to_device is not None:
+        futures = [client.submit(to_device, future, workers=[address], pure=False)
+                   for future, address in zip(futures, addresses, strict=True)]
+        wait(futures)
+        meta = client.submit(_empty_like, futures[0], workers=[addresses[0]]).result()
+    return da.concatenate([da.from_delayed(delayed(future), shape=block.shape, dtype=block.dtype,
+                                           meta=meta)
                            for future, block in zip(futures, blocks, strict=True)])
+
+
+def _empty_like(block: Any) -> Any:
+    """No rows of ``block``, of its array type (dask's ``meta`` of a device-array collection)."""
+    return block[:0]
 
 
 def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
@@ -229,7 +246,9 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
         addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
         client.run(importlib.import_module, library)   # imported before any clock starts
         started = time.perf_counter()
-        X_train, X_test = place(client, data.X_train, addresses), place(client, data.X_test, addresses)
+        to_device = get_backend(case.backend).to_device(case.device)
+        X_train = place(client, data.X_train, addresses, to_device)
+        X_test = place(client, data.X_test, addresses, to_device)
         y_train = place(client, data.y_train, addresses)
         place_seconds = time.perf_counter() - started
         state: dict[str, Any] = {"digests": []}

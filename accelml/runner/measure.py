@@ -38,11 +38,15 @@ from accelml.results.records import PhaseTiming
 def host_copy(value: Any) -> Any:
     """Bring a result to host memory, which waits for any device work that produced it.
 
-    NumPy arrays pass through; CuPy/JAX/TF tensors and objects with ``__array__`` are
-    converted. Reading a clock after this call is reading it after the device finished.
+    NumPy arrays pass through; dask arrays are computed; CuPy/JAX/TF tensors and objects
+    with ``__array__`` are converted. Reading a clock after this call is reading it after
+    the device finished.
     """
     if value is None or isinstance(value, np.ndarray):
         return value
+    compute = getattr(value, "compute", None)     # dask: its blocks may be device arrays
+    if callable(compute) and type(value).__module__.startswith("dask"):
+        value = compute()
     block = getattr(value, "block_until_ready", None)
     if callable(block):
         value = block()

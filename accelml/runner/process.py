@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,54 @@ SCRATCH_PREFIXES = ("accelml-case-", "accelml-dl-")
 """Scratch folders of case processes and their launchers; those of a process killed with
 SIGKILL are swept (:func:`accelml.scratch.sweep`) when the next case starts."""
 STDERR_TAIL = 4000
+STACKS_SIGNAL = signal.SIGUSR1
+"""Asks a case process for every thread's Python stack on its stderr (``faulthandler``): sent
+before a case is killed at its time limit, so that the failure says where it hung."""
+STACKS_WAIT_S = 1.0
+HUNG_FRAMES = 3
+
+
+def hung_at(stderr: str) -> str:
+    """The innermost frames of the current thread of the last ``faulthandler`` dump in
+    ``stderr``, innermost first, as ``file:line function`` joined by `` < ``; '' if none.
+
+    >>> dump = "\\n".join([
+    ...     'Thread 0x1 (most recent call first):',
+    ...     '  File "/usr/lib/python3/threading.py", line 3 in wait', '',
+    ...     'Current thread 0x2 (most recent call first):',
+    ...     '  File "/site/xgboost/dask/__init__.py", line 9 in _train',
+    ...     '  File "/repo/accelml/runner/worker.py", line 5 in main'])
+    >>> hung_at(dump)
+    'xgboost/dask/__init__.py:9 _train < accelml/runner/worker.py:5 main'
+    """
+    blocks = stderr.split("(most recent call first):")
+    if len(blocks) < 2:
+        return ""
+    headers = [block.rstrip().splitlines()[-1] if block.strip() else "" for block in blocks[:-1]]
+    current = [index for index, header in enumerate(headers) if header.startswith("Current thread")]
+    body = blocks[(current[-1] if current else len(headers) - 1) + 1]
+    frames = [f"{'/'.join(path.split('/')[-3:])}:{number} {function}"
+              for path, number, function in re.findall(r'File "(.+)", line (\d+) in (\S+)', body)]
+    return " < ".join(frames[:HUNG_FRAMES])
+
+
+def _timed_out(process: subprocess.Popen[bytes], time_limit: float, stderr_path: Path | None
+               ) -> tuple[FailureKind, str]:
+    """The verdict on a case killed at its time limit, with where it was if it said so."""
+    where = ""
+    if stderr_path is not None and stderr_path.exists():
+        where = hung_at(stderr_path.read_bytes()[-16 * STDERR_TAIL:].decode(errors="replace"))
+    return (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s"
+            + (f"; it was in {where}" if where else ""))
+
+
+def _ask_for_stacks(process: subprocess.Popen[bytes]) -> None:
+    """Have the case process print its threads' stacks (:data:`STACKS_SIGNAL`), and give it a moment."""
+    try:
+        os.kill(process.pid, STACKS_SIGNAL)
+    except (ProcessLookupError, PermissionError):
+        return
+    time.sleep(STACKS_WAIT_S)
 
 
 @dataclass(frozen=True)
@@ -219,15 +268,16 @@ def _killed_by_signal(code: int, peak_rss: int, last: str) -> tuple[FailureKind,
     return FailureKind.KILLED, f"killed by {name}; {memory}" + (f": {last}" if last else "")
 
 
-def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_limit_mb: int
-                  ) -> tuple[tuple[FailureKind, str] | None, int]:
+def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_limit_mb: int,
+                  stderr_path: Path | None = None) -> tuple[tuple[FailureKind, str] | None, int]:
     """Poll the process tree's resident memory; kill it over the limit or past the time limit."""
     started = time.monotonic()
     peak_rss = 0
     while process.poll() is None:
         if time.monotonic() - started > time_limit:
+            _ask_for_stacks(process)
             _kill_group(process)
-            return (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s"), peak_rss
+            return _timed_out(process, time_limit, stderr_path), peak_rss
         rss = _tree_rss(process.pid)
         peak_rss = max(peak_rss, rss)
         if rss > memory_limit_mb * 2**20:
@@ -289,7 +339,8 @@ def execute_case(task: CaseTask) -> CaseOutput:
             verdict: tuple[FailureKind, str] | None = None
             try:
                 if memory_limit_mb:
-                    verdict, peak_rss = _watch_memory(process, time_limit, memory_limit_mb)
+                    verdict, peak_rss = _watch_memory(process, time_limit, memory_limit_mb,
+                                                      stderr_path)
                 else:
                     # Block in waitpid (no polling that would take CPU from the timed case);
                     # a timer kills the process group at the time limit.
@@ -297,6 +348,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
 
                     def expire() -> None:
                         expired.set()
+                        _ask_for_stacks(process)
                         _kill_group(process, wait=False)
 
                     timer = threading.Timer(time_limit, expire)
@@ -307,7 +359,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
                     finally:
                         timer.cancel()
                     if expired.is_set() and process.returncode != 0:
-                        verdict = (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s")
+                        verdict = _timed_out(process, time_limit, stderr_path)
             except BaseException:
                 _kill_group(process)
                 raise

@@ -21,6 +21,7 @@ it and the spec did not; what the pools really use is recorded.
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import json
 import os
@@ -56,7 +57,7 @@ from accelml.runner.measure import (
     peak_host_memory_bytes,
     repeat_until_stable,
 )
-from accelml.runner.process import CaseDocument, CaseInput
+from accelml.runner.process import STACKS_SIGNAL, CaseDocument, CaseInput
 from accelml.runner.scores import scores_for
 from accelml.scratch import kill_tree
 
@@ -120,6 +121,17 @@ def _prime(template: Estimator, X: Any, y: Any, X_test: Any, fit_only: bool,
         pass
 
 
+def _placed(case: Case, X_train: np.ndarray, X_test: np.ndarray) -> tuple[Any, Any, list[PhaseTiming]]:
+    """The features where the case's backend trains from (:attr:`Backend.to_device`) and the
+    timed ``place`` phase that copied them there; host arrays and no phase for most backends."""
+    to_device = get_backend(case.backend).to_device(case.device)
+    if to_device is None:
+        return X_train, X_test, []
+    started = time.perf_counter()
+    placed = to_device(X_train), to_device(X_test)
+    return (*placed, [PhaseTiming.from_samples("place", [time.perf_counter() - started])])
+
+
 def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     """Load the data, then warm up and repeat fit and predict of one estimator."""
     from sklearn.base import clone
@@ -137,6 +149,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     fit_only = not any(hasattr(template, m) for m in ("predict", "transform"))
     predict_name = PREDICT_METHOD.get(task, "predict")
     y_train = data.y_train if task in ("classification", "regression") else None
+    X_train, X_test, placed = _placed(case, data.X_train, data.X_test)
     state: dict[str, Any] = {"digests": {}}
 
     def one_round(index: int) -> dict[str, float]:
@@ -144,14 +157,14 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
         gc.collect()
         t0 = time.perf_counter()
         if fit_only:
-            labels = host_copy(estimator.fit_predict(data.X_train))
+            labels = host_copy(estimator.fit_predict(X_train))
             t1 = time.perf_counter()
             timings = {"fit": t1 - t0}
             predictions = np.asarray(labels)
         else:
-            estimator.fit(data.X_train, y_train)
+            estimator.fit(X_train, y_train)
             t1 = time.perf_counter()
-            predictions = np.asarray(host_copy(getattr(estimator, predict_name)(data.X_test)))
+            predictions = np.asarray(host_copy(getattr(estimator, predict_name)(X_test)))
             t2 = time.perf_counter()
             timings = {"fit": t1 - t0, "predict": t2 - t1}
         state["digests"][index] = array_digest(predictions)
@@ -160,7 +173,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
 
     policy = case.repeats
     if policy.warmup and policy.skip_warmup_after is not None:
-        _prime(template, data.X_train, y_train, data.X_test, fit_only, predict_name)
+        _prime(template, X_train, y_train, X_test, fit_only, predict_name)
     outcome = repeat_until_stable(
         one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
         target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
@@ -169,9 +182,9 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     )
     estimator, predictions = state["estimator"], state["predictions"]
     y_eval = data.y_train if fit_only else data.y_test
-    scores, extra = scores_for(task, estimator, data.X_train if fit_only else data.X_test,
+    scores, extra = scores_for(task, estimator, X_train if fit_only else X_test,
                                y_eval, predictions)
-    timings = [PhaseTiming.from_samples("load", [load_seconds])]
+    timings = [PhaseTiming.from_samples("load", [load_seconds]), *placed]
     timings += [outcome.timings[phase] for phase in ("fit", "predict") if phase in outcome.timings]
     arrays = [("predictions", predictions)] + sorted(extra.items()) + sorted(
         (name, value) for name, value in derived.items() if isinstance(value, np.ndarray))
@@ -296,6 +309,9 @@ def run_case(inputs: CaseInput) -> CaseDocument:
 def main(input_path: str, output_path: str | None) -> int:
     _watch_parent()
     _end_children_on_sigterm()
+    # Where a case hangs: the runner asks for every thread's stack before it kills a case
+    # at its time limit, and keeps the innermost frames in the failure's reason.
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
     with open(input_path) as handle:
         inputs = CaseInput.from_dict(json.load(handle))
     text = json.dumps(run_case(inputs).to_dict())

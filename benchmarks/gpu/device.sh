@@ -4,40 +4,37 @@
 # from). Everything it needs travels as wheels; nothing here is needed where `make` works.
 #
 #   benchmarks/gpu/device.sh install WHEEL_DIR          # pip --target /tmp/site, no index
-#   benchmarks/gpu/device.sh stash-part FILE            # keep one part of the split xgboost wheel
-#   benchmarks/gpu/device.sh install-xgboost SHA256     # join the parts, check, install
+#   benchmarks/gpu/device.sh install-xgboost TARBALL SHA256   # xgboost packed for sm_90, checked
 #   benchmarks/gpu/device.sh horovod-torch WHEEL_DIR    # build Horovod (PyTorch + NCCL) into /tmp/site
 #   benchmarks/gpu/device.sh check-xgboost              # CUDA build, the NCCL it loads, xgboost.dask imports
 #   benchmarks/gpu/device.sh compare SPEC RESULTS [ARGS...]   # python -m accelml compare on the GPUs
 #   benchmarks/gpu/device.sh pack RESULTS TARBALL       # the results dir as one file
 #
-# The xgboost wheel (131 MB, with CUDA) is split with `split -b 48M` to fit the machine's
-# transfer limit, one part per call into /tmp/xgb-parts. XGBoost on several GPUs
+# The xgboost wheel (132 MB, CUDA code for eight GPU generations) does not fit the machine's
+# transfer limit beside the repository and the wheels: benchmarks/gpu/pack-xgboost-sm90.py
+# packs it for H100/H200 (sm_90 only) into a 23 MB .tar.xz, carried in `.xgb`. XGBoost on several GPUs
 # (experiments/xgboost_scaling.toml) needs nothing more: its dask workers are plain
 # distributed processes pinned to one GPU each (no dask-cuda), xgboost.dask's pandas and
 # pyarrow are in the machine's image, and XGBoost loads NCCL from the image's nvidia-nccl
 # package (check-xgboost prints the path it will load).
 set -euo pipefail
 site=/tmp/site
-parts=/tmp/xgb-parts
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 case "${1:-}" in
   install)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target "$site" "${2:?wheel dir}"/*.whl ;;
-  stash-part)
-    mkdir -p "$parts" && cp "${2:?part file}" "$parts/" && ls -la "$parts" ;;
   install-xgboost)
-    wheel=/tmp/xgboost-3.2.0-py3-none-manylinux_2_28_x86_64.whl
-    cat "$parts"/xgb.part-* > "$wheel"
-    echo "${2:?sha256}  $wheel" | sha256sum -c -
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheel" ;;
+    echo "${3:?sha256}  ${2:?tarball}" | sha256sum -c - && mkdir -p "$site" && tar -xJf "$2" -C "$site" ;;
   check-xgboost)
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
     python3 -c "import xgboost, xgboost.dask, xgboost.collective as c; i = xgboost.build_info(); \
 print(xgboost.__version__, 'USE_CUDA', i.get('USE_CUDA'), 'USE_DLOPEN_NCCL', i.get('USE_DLOPEN_NCCL'), \
-'nccl', c._find_nccl())" ;;
+'nccl', c._find_nccl()); \
+import numpy as np; x = np.random.default_rng(0).random((4096, 8), dtype=np.float32); \
+b = xgboost.train({'device': 'cuda', 'tree_method': 'hist'}, xgboost.DMatrix(x, label=x[:, 0] > 0.5), 5); \
+print('a 5-round fit on', b.save_config().count('cuda'), 'cuda mentions; ok')" ;;
   horovod-torch)
     bash "$repo/benchmarks/gpu/build-horovod-torch-nccl.sh" "${2:?wheel dir}" "$site" ;;
   compare)

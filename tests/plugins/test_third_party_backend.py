@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from accelml.estimators import BACKENDS, Backend, EveryCase, Implementation
+from accelml.estimators import BACKENDS, Backend, EveryCase
 from accelml.expectations import pair_expectation, run_to_run_expectation
 from accelml.probe import Availability
 
@@ -143,6 +143,22 @@ def test_a_backend_without_a_repeat_expectation_cannot_exist(install_plugin):
     assert "repeat_expectation" in broken.reason
 
 
+def test_a_backend_without_a_rule_for_every_parameter_is_listed_broken(install_plugin):
+    install_plugin("acme-partial", {"acme_partial.py": """
+        from accelml.estimators import Backend, EveryCase, Implementation, same
+        from accelml.probe import Availability
+
+        BACKEND = Backend(name="partial", summary="half a translation", devices=("cpu",),
+                          probe=lambda device: Availability("partial", device, True),
+                          implementations={"knn_classifier": Implementation(
+                              "sklearn.neighbors:KNeighborsClassifier", same("n_neighbors"))},
+                          repeat_expectation=EveryCase(True, "exact"), libraries=())
+    """}, {"accelml.backends": {"partial": "acme_partial:BACKEND"}})
+    assert "partial" not in BACKENDS.names()
+    [broken] = BACKENDS.broken()
+    assert "knn_classifier has no rule for weights, neighbor_search, leaf_size" in broken.reason
+
+
 def test_a_backend_not_installed_here_is_not_expected_to_repeat_bitwise():
     gone = SimpleNamespace(algorithm="knn_classifier", backend="uninstalled", device="cpu",
                            workers=1, strategy=None, params=(), dataset="iris")
@@ -155,10 +171,69 @@ def test_a_probe_that_raises_is_reported_not_raised():
         raise OSError("no licence server")
 
     flaky = Backend(name="flaky", summary="needs a licence server", devices=("cpu",), probe=probe,
-                    implementations={"knn_classifier": Implementation(
-                        "sklearn.neighbors:KNeighborsClassifier", {})},
-                    repeat_expectation=EveryCase(True, "seeded"), libraries=())
+                    implementations={}, repeat_expectation=EveryCase(True, "seeded"), libraries=())
     found = flaky.availability("cpu")
     assert (found.name, found.available) == ("flaky", False)
     assert found.detail == "its probe failed: OSError: no licence server"
     assert found.summary == "needs a licence server"
+
+
+ACME_ON_DEVICE = '''
+import numpy as np
+from sklearn.neighbors import KNeighborsClassifier
+
+from accelml.estimators import Backend, EveryCase, Implementation, Rename, same
+from accelml.probe import Availability
+
+
+class OnDevice(np.ndarray):
+    """Rows "in device memory": what to_device hands the fit."""
+
+
+def to_device(device):
+    return lambda array: np.array(array, copy=True).view(OnDevice)
+
+
+class DeviceKNN(KNeighborsClassifier):
+    def fit(self, X, y):
+        if not isinstance(X, OnDevice):
+            raise TypeError(f"fit got {type(X).__name__}, not the placed rows")
+        return super().fit(X, y)
+
+    def predict(self, X):
+        if not isinstance(X, OnDevice):
+            raise TypeError(f"predict got {type(X).__name__}, not the placed rows")
+        return super().predict(X)
+
+
+BACKEND = Backend(
+    name="acme-device",
+    summary="ACME k-nearest neighbours from device memory",
+    devices=("cpu",),
+    probe=lambda device: Availability("acme-device", device, True),
+    implementations={"knn_classifier": Implementation(
+        "acme_device:DeviceKNN",
+        {**same("n_neighbors", "weights", "leaf_size", "p", "metric", "n_jobs"),
+         "neighbor_search": Rename("algorithm")})},
+    repeat_expectation=EveryCase(True, "exact neighbour search"),
+    libraries=(),
+    to_device=to_device,
+)
+'''
+
+
+def test_a_backend_that_trains_from_device_memory_gets_its_rows_placed_and_timed(install_plugin, tmp_path):
+    install_plugin("acme-device", {"acme_device.py": ACME_ON_DEVICE},
+                   {"accelml.backends": {"acme-device": "acme_device:BACKEND"}})
+    spec = tmp_path / "acme.toml"
+    spec.write_text(SPEC.replace('["sklearn", "acme"]', '["sklearn", "acme-device"]'))
+    out = accelml("compare", str(spec), "--results-dir", str(tmp_path / "results"), "--json",
+                  cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    document = json.loads(out.stdout)
+    assert document["failed"] == [] and len(document["cases"]) == 2
+    phases = {case["backend"]: [t["phase"] for t in case["timings"]] for case in document["cases"]}
+    assert "place" in phases["acme-device"] and "place" not in phases["sklearn"]
+    assert {"fit", "predict"} <= set(phases["acme-device"])
+    rows = {row["backend"]: row for row in document["rows"]}
+    assert rows["acme-device"]["agreement"]["value"] == 1.0

@@ -103,3 +103,17 @@ def test_failures_are_recorded_with_their_reason(tmp_path, change, failure, reas
     assert result.status == "failed" and result.failure.value == failure
     assert reason in result.reason and "\n" not in result.reason
     assert arrays == {}
+
+
+@pytest.mark.parametrize("memory_limit", ["", "memory_limit_mb = 4000"])
+def test_a_case_killed_at_its_time_limit_says_where_it_was(tmp_path, memory_limit):
+    # A forest of many deep trees fits for minutes: at the limit the case is inside
+    # scikit-learn's fit, and the failure's reason names the innermost frames.
+    spec = SPEC.replace("time_limit = 120", f"time_limit = 12\n{memory_limit}").replace(
+        'algorithm = "logistic_regression"', 'algorithm = "random_forest_classifier"').replace(
+        "params = {max_iter = 300, C = 0.5}", "params = {n_estimators = 5000, random_state = 0}")
+    (case,) = load_spec_text(spec, "t.toml").cases
+    result, _ = run(case, tmp_path)
+    assert result.failure.value == "timeout" and "\n" not in result.reason
+    assert "exceeded its time limit of 12 s; it was in " in result.reason, result.reason
+    assert "sklearn/" in result.reason.split("it was in ")[1], result.reason
