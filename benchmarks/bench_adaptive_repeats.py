@@ -169,6 +169,18 @@ def main() -> int:
                       f"{f.median:9.4f} s ({f.ci_low:.4f}-{f.ci_high:.4f}) n={f.count} "
                       f"{a.median:9.4f} s ({a.ci_low:.4f}-{a.ci_high:.4f}) n={a.count}"
                       f"{'~' if a.noisy else ' '} {'yes' if both else 'NO':>6s}  {warmup}")
+    if args.rounds > 1:
+        # the control: does the fixed policy reproduce its own medians from one run to the next?
+        again = control_total = 0
+        first = {(r.algorithm, r.backend): r for r in comparisons["fixed"][0].results}
+        for result in comparisons["fixed"][1].results:
+            for phase in ("fit", "predict"):
+                a, f = result.timing(phase), first[(result.algorithm, result.backend)].timing(phase)
+                if a is not None and f is not None:
+                    again += inside(a.median, f) and inside(f.median, a)
+                    control_total += 1
+        print(f"control: fixed round 2 vs fixed round 1, medians inside each other's interval: "
+              f"{again}/{control_total}")
     fixed_wall, adaptive_wall = sum(walls["fixed"]), sum(walls["adaptive"])
     fixed_fits = sum(len(r.timing("fit").samples) + len(r.timing("fit").warmup_samples)
                      for c in comparisons["fixed"] for r in c.results)
