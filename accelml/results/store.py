@@ -57,9 +57,10 @@ import io
 import os
 import sqlite3
 import tempfile
+import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,6 +165,21 @@ def file_mode() -> int:
     return 0o666 & ~mask
 
 
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Put the database in WAL mode (kept in the file: a no-op once set). SQLite answers a
+    switch that races another connection's with "database is locked" at once, without its
+    busy timeout (two runs creating one store together), so the switch is retried until
+    that timeout has passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class ResultsStore:
     """A results directory: the SQLite database and the content-addressed arrays beside it.
 
@@ -175,7 +191,6 @@ class ResultsStore:
                  read_only: bool = False):
         self.directory, self.database = _resolve(location)
         self.read_only = read_only
-        created = not self.database.exists()
         if self.database.is_file():
             self._check_header()
         elif self.database.exists():
@@ -190,14 +205,37 @@ class ResultsStore:
             except OSError as error:
                 raise StoreError(f"cannot create results directory {self.directory}: "
                                  f"{error.strerror or error}") from None
+            try:
+                self._create()
+            except OSError as error:
+                raise StoreError(f"cannot create results store {self.database}: "
+                                 f"{error.strerror or error}") from None
         self.arrays_directory = self.directory / ARRAYS_DIR
         with self._connect() as connection:
             if read_only:
                 self._check_schema(connection)
             else:
-                if created:   # SQLite creates it 0644; its -wal and -shm files copy this mode
-                    os.chmod(self.database, file_mode())
                 self._migrate(connection)
+
+    def _create(self) -> None:
+        """Make the database under a temporary name, in WAL mode with its tables, then link it
+        into place, so that no other process ever opens a half-made store (two runs starting
+        on one new directory); if another process linked its own first, use that one."""
+        handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".sqlite", dir=self.directory)
+        os.close(handle)
+        try:
+            os.chmod(temporary, file_mode())   # its -wal and -shm files copy this mode
+            with closing(sqlite3.connect(temporary, isolation_level=None)) as connection:
+                _use_wal(connection)
+                self._migrate(connection)
+            try:
+                os.link(temporary, self.database)
+            except FileExistsError:
+                pass
+        finally:
+            for leftover in (temporary, f"{temporary}-wal", f"{temporary}-shm"):
+                with suppress(FileNotFoundError):
+                    os.unlink(leftover)
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.directory)!r})"
@@ -244,7 +282,7 @@ class ResultsStore:
             try:
                 connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 if not self.read_only:
-                    connection.execute("PRAGMA journal_mode = WAL")
+                    _use_wal(connection)
                     connection.execute("PRAGMA synchronous = NORMAL")
                     connection.execute("PRAGMA foreign_keys = ON")
                 yield connection
