@@ -191,7 +191,7 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
         lowered = program.step.lower(state, totals, x, y, order, step_numbers[0])
         compiled = lowered.compile()
         compile_s = time.perf_counter() - start
-        flops = training_gflop_per_image(model, variant.batch, image_size) * 1e9 * variant.batch
+        gflop_per_image = training_gflop_per_image(model, variant.batch, image_size)
         for s in range(5):
             state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
             if lockstep:
@@ -223,8 +223,8 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
                "xla_flags": os.environ.get("XLA_FLAGS", ""), "steps": steps,
                "step_ms": 1e3 * step_s, "dispatch_ms": 1e3 * dispatched / steps,
                "images_per_s": workers * variant.batch / step_s, "compile_s": compile_s,
-               "gflop_per_image": flops / variant.batch / 1e9,
-               "tflops_per_gpu": flops / step_s / 1e12,
+               "gflop_per_image": gflop_per_image,
+               "tflops_per_gpu": tflops_per_gpu(gflop_per_image, variant.batch / step_s),
                "peak_gib_gpu0": stats.get("peak_bytes_in_use", 0) / 2**30, "profile": profile,
                "device": devices[0].device_kind, "jax": jax.__version__,
                "keras": keras.__version__}
@@ -270,6 +270,15 @@ def training_gflop_per_image(model, batch: int, image_size: int) -> float:
     return _FLOP_COUNTS[key]
 
 
+def tflops_per_gpu(gflop_per_image: float, images_per_s_per_gpu: float) -> float:
+    """TFLOP/s one GPU achieves at this throughput.
+
+    >>> tflops_per_gpu(6.81, 17703)
+    120.557...
+    """
+    return gflop_per_image * images_per_s_per_gpu / 1e3
+
+
 def retable(path: str, args: argparse.Namespace) -> int:
     """Print the table of rows saved by an earlier sweep, counting the FLOPs of rows that
     have none here (the count is a property of the model, not of the GPU)."""
@@ -278,13 +287,17 @@ def retable(path: str, args: argparse.Namespace) -> int:
     from accelml.dl.models import build_model
 
     rows = _read_rows(path)
+    models = {}
     for row in rows:
         if not row.get("gflop_per_image"):
-            keras.mixed_precision.set_global_policy(row["precision"])
-            model = build_model(args.model, keras, (args.image_size, args.image_size, 3), 10)
-            row["gflop_per_image"] = training_gflop_per_image(model, row["batch"], args.image_size)
-            row["tflops_per_gpu"] = (row["gflop_per_image"] * row["images_per_s"]
-                                     / row["workers"] / 1e3)
+            if row["precision"] not in models:
+                keras.mixed_precision.set_global_policy(row["precision"])
+                models[row["precision"]] = build_model(args.model, keras,
+                                                       (args.image_size, args.image_size, 3), 10)
+            row["gflop_per_image"] = training_gflop_per_image(models[row["precision"]], row["batch"],
+                                                              args.image_size)
+            row["tflops_per_gpu"] = tflops_per_gpu(row["gflop_per_image"],
+                                                   row["images_per_s"] / row["workers"])
         row.setdefault("group", "-")
     _print_table(rows, args)
     return 0

@@ -416,9 +416,7 @@ class Estimator(BaseEstimator):  # type: ignore[misc]  # sklearn ships no type h
     def predict(self, X: ArrayLike) -> object:
         result = self._call("predict", X)
         if self._encoded:
-            compute = getattr(result, "compute", None)   # dask, whose blocks may be on GPUs
-            codes = device_sync(compute() if callable(compute) else result)
-            result = self.classes_[np.asarray(codes, dtype=np.intp)]
+            result = self.classes_[np.asarray(device_sync(result), dtype=np.intp)]
         return result
 
     @_offered("predict_proba")
@@ -463,12 +461,16 @@ def device_sync(value: object) -> object:
     """Wait for device work behind ``value`` and return it on the host.
 
     NumPy arrays (what every backend here returns, XGBoost on CUDA included: its predictions
-    are copied to the host, which is the sync) come back unchanged; JAX arrays are waited
-    for; CuPy arrays are copied to the host.
+    are copied to the host, which is the sync) come back unchanged; dask collections (on
+    several workers, whose blocks may be on GPUs) are computed; JAX arrays are waited for;
+    CuPy arrays are copied to the host.
 
     >>> device_sync(np.arange(3))
     array([0, 1, 2])
     """
+    compute = getattr(value, "compute", None)
+    if callable(compute) and type(value).__module__.startswith("dask"):
+        value = compute()
     if hasattr(value, "block_until_ready"):
         return value.block_until_ready()
     if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):

@@ -147,13 +147,14 @@ def median_confidence_interval(
         raise ValueError("no samples")
     if n == 1:
         return ordered[0], ordered[0], 0.0
-    if 1.0 - 2.0 * 0.5**n < confidence:
+    min_max_level = 1.0 - 2.0 * 0.5**n
+    if min_max_level < confidence:
         from scipy.stats import t as student_t
 
         median = statistics.median(ordered)
         halfwidth = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * statistics.stdev(ordered) / math.sqrt(n)
         return median - halfwidth, median + halfwidth, confidence
-    best = (ordered[0], ordered[-1], 1.0 - 2.0 * 0.5**n)
+    best = (ordered[0], ordered[-1], min_max_level)
     # k is the 1-based rank of the lower bound; coverage = 1 - 2 * P(X <= k - 1).
     for k in range(2, n // 2 + 1):
         level = 1.0 - 2.0 * _binomial_cdf_half(k - 1, n)

@@ -32,27 +32,22 @@ from typing import Any
 
 import numpy as np
 
+from accelml.estimators import device_sync
 from accelml.results.records import PhaseTiming
 
 
 def host_copy(value: Any) -> Any:
     """Bring a result to host memory, which waits for any device work that produced it.
 
-    NumPy arrays pass through; dask arrays are computed; CuPy/JAX/TF tensors and objects
-    with ``__array__`` are converted. Reading a clock after this call is reading it after
-    the device finished.
+    NumPy arrays pass through; dask, JAX and CuPy results go through
+    :func:`accelml.estimators.device_sync`; TF/torch tensors and objects with ``__array__``
+    are converted. Reading a clock after this call is reading it after the device finished.
     """
     if value is None or isinstance(value, np.ndarray):
         return value
-    compute = getattr(value, "compute", None)     # dask: its blocks may be device arrays
-    if callable(compute) and type(value).__module__.startswith("dask"):
-        value = compute()
-    block = getattr(value, "block_until_ready", None)
-    if callable(block):
-        value = block()
-    getter = getattr(value, "get", None)          # CuPy
-    if callable(getter) and type(value).__module__.startswith("cupy"):
-        return getter()
+    value = device_sync(value)
+    if isinstance(value, np.ndarray):
+        return value
     numpy_method = getattr(value, "numpy", None)   # TF / torch
     if callable(numpy_method):
         return numpy_method()

@@ -81,11 +81,10 @@ def hung_at(stderr: str) -> str:
     return " < ".join(frames[:HUNG_FRAMES])
 
 
-def _timed_out(process: subprocess.Popen[bytes], time_limit: float, stderr_path: Path | None
-               ) -> tuple[FailureKind, str]:
+def _timed_out(time_limit: float, stderr_path: Path) -> tuple[FailureKind, str]:
     """The verdict on a case killed at its time limit, with where it was if it said so."""
     where = ""
-    if stderr_path is not None and stderr_path.exists():
+    if stderr_path.exists():
         where = hung_at(stderr_path.read_bytes()[-16 * STDERR_TAIL:].decode(errors="replace"))
     return (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s"
             + (f"; it was in {where}" if where else ""))
@@ -269,7 +268,7 @@ def _killed_by_signal(code: int, peak_rss: int, last: str) -> tuple[FailureKind,
 
 
 def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_limit_mb: int,
-                  stderr_path: Path | None = None) -> tuple[tuple[FailureKind, str] | None, int]:
+                  stderr_path: Path) -> tuple[tuple[FailureKind, str] | None, int]:
     """Poll the process tree's resident memory; kill it over the limit or past the time limit."""
     started = time.monotonic()
     peak_rss = 0
@@ -277,7 +276,7 @@ def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_li
         if time.monotonic() - started > time_limit:
             _ask_for_stacks(process)
             _kill_group(process)
-            return _timed_out(process, time_limit, stderr_path), peak_rss
+            return _timed_out(time_limit, stderr_path), peak_rss
         rss = _tree_rss(process.pid)
         peak_rss = max(peak_rss, rss)
         if rss > memory_limit_mb * 2**20:
@@ -359,7 +358,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
                     finally:
                         timer.cancel()
                     if expired.is_set() and process.returncode != 0:
-                        verdict = _timed_out(process, time_limit, stderr_path)
+                        verdict = _timed_out(time_limit, stderr_path)
             except BaseException:
                 _kill_group(process)
                 raise
