@@ -120,6 +120,10 @@ SETS: dict[str, tuple[Group, ...]] = {
               flags="--xla_gpu_enable_command_buffer="),
         Group("bn every step", (Variant(1, 512, each_step=True),)),
     ),
+    # one GPU, with --profile: where a step's time goes at the hand-measured and best batch
+    "profile": (
+        Group("batch", (Variant(1, 512), Variant(1, 1024))),
+    ),
 }
 
 
@@ -207,6 +211,7 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
         jax.block_until_ready((state, totals))
         step_s = (time.perf_counter() - start) / steps
         profile: dict[str, float] = {}
+        top_kernels: list[list] = []
         if profile_dir:
             where = os.path.join(profile_dir, f"{workers}x{variant.batch}-"
                                  f"{variant.label.replace(' ', '_')}")
@@ -215,9 +220,10 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
                     state, totals = compiled(state, totals, x, y, order, step_numbers[s % 4])
                 jax.block_until_ready((state, totals))
             try:
-                profile = summarise_trace(where, PROFILED_STEPS)
+                profile, top_kernels = summarise_trace(where, PROFILED_STEPS)
             except (OSError, ValueError, KeyError) as error:
-                print(f"profile of {variant.label}: not summarised ({error})", file=sys.stderr)
+                profile = {"not summarised": 0.0}
+                top_kernels = [[f"{type(error).__name__}: {error}", "-", 0.0, 0]]
         stats = devices[0].memory_stats() or {}
         row = {**dataclasses.asdict(variant), "workers": workers, "label": variant.label,
                "xla_flags": os.environ.get("XLA_FLAGS", ""), "steps": steps,
@@ -226,7 +232,7 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
                "gflop_per_image": gflop_per_image,
                "tflops_per_gpu": tflops_per_gpu(gflop_per_image, variant.batch / step_s),
                "peak_gib_gpu0": stats.get("peak_bytes_in_use", 0) / 2**30, "profile": profile,
-               "device": devices[0].device_kind, "jax": jax.__version__,
+               "top_kernels": top_kernels, "device": devices[0].device_kind, "jax": jax.__version__,
                "keras": keras.__version__}
         with open(rows_path, "a") as handle:
             handle.write(json.dumps(row) + "\n")
@@ -306,7 +312,7 @@ def retable(path: str, args: argparse.Namespace) -> int:
 PROFILED_STEPS = 5
 KERNEL_KINDS = (("collective", ("nccl",)),
                 ("convolution", ("xmma", "conv", "cudnn", "implicit", "dgrad", "wgrad", "fprop")),
-                ("matmul", ("gemm", "cutlass", "cublas")),
+                ("matmul", ("gemm", "cutlass", "cublas", "nvjet")),
                 ("copy", ("memcpy", "memset")))
 """Kernel names (lower case) by what they do; other kernels are XLA's fusions."""
 
@@ -325,11 +331,16 @@ def _union_ms(spans: list[tuple[float, float]]) -> float:
     return total / 1e3
 
 
-def summarise_trace(directory: str, steps: int) -> dict[str, float]:
+TOP_KERNELS = 12
+
+
+def summarise_trace(directory: str, steps: int) -> tuple[dict[str, float], list[list]]:
     """Where the first GPU's time went in a ``jax.profiler`` trace under ``directory``, in ms
     per step: kernel time by kind (:data:`KERNEL_KINDS`, overlaps counted in each), the
     time any kernel runs, collectives running while no other kernel does (``exposed
-    collective``) and the GPU's idle time within the traced span."""
+    collective``) and the GPU's idle time within the traced span; and the
+    :data:`TOP_KERNELS` kernels that took longest, ``[name, kind, ms per step, launches per
+    step]`` each."""
     import glob
     import gzip
 
@@ -351,10 +362,14 @@ def summarise_trace(directory: str, steps: int) -> dict[str, float]:
     if not kernels:
         raise ValueError("no stream events for the first GPU")
     spans: dict[str, list[tuple[float, float]]] = {}
+    by_name: dict[str, list] = {}
     for event in kernels:
         name = event["name"].lower()
         kind = next((k for k, marks in KERNEL_KINDS if any(m in name for m in marks)), "fusion")
         spans.setdefault(kind, []).append((event["ts"], event["ts"] + event["dur"]))
+        entry = by_name.setdefault(event["name"], [event["name"], kind, 0.0, 0])
+        entry[2] += event["dur"] / 1e3 / steps
+        entry[3] += 1
     every = [span for kind_spans in spans.values() for span in kind_spans]
     compute = [span for kind, kind_spans in spans.items() if kind != "collective"
                for span in kind_spans]
@@ -364,7 +379,9 @@ def summarise_trace(directory: str, steps: int) -> dict[str, float]:
     summary["busy"] = busy / steps
     summary["exposed collective"] = (busy - _union_ms(compute)) / steps
     summary["idle"] = ((last - first) / 1e3 - busy) / steps
-    return summary
+    top = sorted(by_name.values(), key=lambda entry: -entry[2])[:TOP_KERNELS]
+    return summary, [[name, kind, round(ms, 4), round(count / steps, 2)]
+                     for name, kind, ms, count in top]
 
 
 def run_set(args: argparse.Namespace) -> int:
@@ -449,6 +466,17 @@ def _print_table(rows: list[dict], args: argparse.Namespace) -> None:
         for r in profiled:
             print(f"{r['workers']:>4} {r['batch']:>5} {r['label']:<28} "
                   + " ".join(f"{r['profile'].get(k, 0.0):>12.2f}" for k in kinds))
+        for r in profiled:
+            # nearly all of the model's FLOPs are convolutions (1x1 ones as cuBLAS matmuls):
+            # the rate of those kernels while they run
+            dense_ms = r["profile"].get("convolution", 0.0) + r["profile"].get("matmul", 0.0)
+            if dense_ms:
+                print(f"\n{r['workers']}x{r['batch']} {r['label']}: convolution and matmul "
+                      f"kernels run at {tflops_per_gpu(r['gflop_per_image'], r['batch'] / (dense_ms / 1e3)):.0f}"
+                      f" TFLOP/s while they run ({dense_ms:.2f} of {r['step_ms']:.2f} ms per "
+                      f"step); the longest kernels, ms per step (launches):")
+            for name, kind, ms, launches in r.get("top_kernels", []):
+                print(f"  {ms:>8.3f} ({launches:g}x) {kind:<11} {name[:90]}")
 
 
 def main(argv: list[str] | None = None) -> int:

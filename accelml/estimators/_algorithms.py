@@ -114,6 +114,10 @@ class Algorithm:
 _CLASSIFIER = ("predict", "predict_proba", "score")
 _REGRESSOR = ("predict", "score")
 
+NO_LIMIT = "none"
+"""The word a spec writes for scikit-learn's ``None`` where a limit can be lifted (TOML has no
+null): ``max_leaf_nodes = "none"``."""
+
 _N_JOBS = Param("n_jobs", None, "threads/processes the library may use (None: library default)")
 _RANDOM_STATE = Param("random_state", None, "seed")
 
@@ -127,7 +131,8 @@ def _gradient_boosting(task: Task) -> Algorithm:
             Param("n_estimators", 100, "boosting rounds (trees per class)", 1, True),
             Param("learning_rate", 0.1, "shrinkage", 0),
             Param("max_depth", None, "depth limit (None: unlimited, leaves limited by max_leaf_nodes)"),
-            Param("max_leaf_nodes", 31, "leaves per tree (leaf-wise growth)", 2, True),
+            Param("max_leaf_nodes", 31, f"leaves per tree (leaf-wise growth; {NO_LIMIT!r}: no limit)",
+                  2, True, (NO_LIMIT,)),
             Param("min_samples_leaf", 20, "smallest leaf", 1, True),
             Param("l2_regularization", 0.0, "L2 penalty on leaf values"),
             Param("max_bins", 255, "histogram bins per feature", 2, True),

@@ -17,7 +17,8 @@ from numpy.typing import ArrayLike
 from accelml.errors import AccelmlError
 from accelml.probe import ImportProbe
 
-from ._registry import Backend, EveryCase, FromData, Implementation, Rename, Unsupported, same
+from ._algorithms import NO_LIMIT
+from ._registry import Backend, Convert, EveryCase, FromData, Implementation, Rename, Unsupported, same
 
 
 def reference_centroids(X: ArrayLike, fair: object, params: Mapping[str, object]
@@ -131,8 +132,12 @@ IMPLEMENTATIONS = MappingProxyType({
 })
 
 _HIST_GRADIENT_BOOSTING = {
-    **same("learning_rate", "max_depth", "max_leaf_nodes", "min_samples_leaf", "l2_regularization",
+    **same("learning_rate", "max_depth", "min_samples_leaf", "l2_regularization",
            "max_bins", "early_stopping", "random_state"),
+    "max_leaf_nodes": Convert(
+        lambda value: {"max_leaf_nodes": None if value == NO_LIMIT else value},
+        f"max_leaf_nodes ({NO_LIMIT!r} -> None: no limit)",
+    ),
     "n_estimators": Rename("max_iter", "HistGradientBoosting's max_iter= (boosting rounds)"),
     "n_jobs": Unsupported(
         "HistGradientBoosting has no n_jobs; it uses every OpenMP thread "

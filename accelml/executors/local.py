@@ -6,8 +6,9 @@ thread only starts and watches it.
 
 A case that needs more GPUs than this machine has (``device = "cuda"``, one per worker;
 :meth:`accelml.executors.resources.CaseNeeds.of_case`) is not started: its outcome says
-why (``needs 1 GPU(s); this machine has 0 (no NVIDIA driver found ...)``) with
-``failure="unavailable"``, and the other cases run.
+why (``needs 1 GPU(s); this machine has 0 (no NVIDIA driver found ...)``, or ``needs 4
+GPU(s); this machine has 2: set oversubscribe = true ...``) with ``failure="unavailable"``,
+and the other cases run.
 
 >>> with LocalExecutor(jobs=1) as executor:
 ...     [outcome.result for outcome in executor.map(abs, [-1, -2])]
@@ -125,9 +126,10 @@ class LocalExecutor:
 
 def scale_problem(needs: CaseNeeds) -> str | None:
     """Why this machine should not run a case with ``needs``: more ranks than it has cores,
-    or more GPUs than it has (where it has some: without any, the case is recorded as
-    unavailable here, which ``--only-available`` skips), unless the case allows it
-    (``oversubscribe = true``); else None.
+    unless the case allows it (``oversubscribe = true``); else None. A case asking for more
+    GPUs than this machine has is not refused here, whatever its ranks: :func:`gpu_shortfall`
+    records it as unavailable and the other cases run (a 1/2/4-GPU spec on a 2-GPU machine
+    runs 1 and 2, and its CPU cases on a machine without GPUs).
 
     >>> scale_problem(CaseNeeds(ranks=1)) is None
     True
@@ -136,23 +138,19 @@ def scale_problem(needs: CaseNeeds) -> str | None:
     >>> scale_problem(CaseNeeds(ranks=10**6, oversubscribe=True)) is None
     True
     """
-    if needs.oversubscribe:
-        return None
+    if needs.oversubscribe or (needs.gpus and needs.gpus > len(list_gpus()[0])):
+        return None         # more GPUs than here: recorded unavailable, whatever its ranks
     cores = usable_cores()
     if needs.ranks > cores:
         return (f"{needs.ranks} ranks on this machine, which has {cores} core(s): "
                 "set oversubscribe = true in the case to run more ranks than cores")
-    if needs.gpus:
-        found, _ = list_gpus()      # none at all: the case is unavailable here, not refused
-        if found and needs.gpus > len(found):
-            return (f"{needs.gpus} GPUs on this machine, which has {len(found)}: set "
-                    "oversubscribe = true in the case to share GPUs between ranks")
     return None
 
 
 def gpu_shortfall(needs: Sequence[CaseNeeds]) -> dict[int, str]:
     """index -> why this machine cannot run it, for every need asking for more GPUs than
-    :func:`accelml.probe.list_gpus` finds (NVML is asked only when some need has GPUs).
+    :func:`accelml.probe.list_gpus` finds (NVML is asked only when some need has GPUs). A
+    need that allows oversubscription shares the GPUs there are, if there is at least one.
 
     >>> from accelml.executors.resources import CaseNeeds
     >>> gpu_shortfall([CaseNeeds(gpus=0)])
@@ -163,5 +161,7 @@ def gpu_shortfall(needs: Sequence[CaseNeeds]) -> dict[int, str]:
         return {}
     gpus, why = list_gpus()
     have = f"this machine has {len(gpus)}" + (f" ({why})" if why else "")
-    return {index: f"needs {count} GPU(s); {have}"
-            for index, count in wanted.items() if count > len(gpus)}
+    share = ": set oversubscribe = true in the case to share them between ranks" if gpus else ""
+    return {index: f"needs {count} GPU(s); {have}{share}"
+            for index, count in wanted.items()
+            if count > len(gpus) and not (gpus and needs[index].oversubscribe)}

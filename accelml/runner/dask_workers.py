@@ -74,8 +74,8 @@ def worker_environment() -> dict[str, str]:
     while they wait (``OMP_WAIT_POLICY=PASSIVE`` unless set here). Spinning threads starve
     the thread that carries the workers' all-reduce once the workers' threads fill the cores:
     on 2 cores, 2 workers of 2 threads fitted 200k x 50 rows in 21.9 s spinning and 2.8 s
-    passive (1 worker: 1.2 s). The likely reason why, on a 32-core GPU machine, 2 workers of
-    16 threads did not finish a fit that one worker did in 40 s (not rerun there yet).
+    passive (1 worker: 1.2 s). On a 32-core GPU machine 2 workers of 16 threads did not
+    finish a 10M-row fit that one worker did in 40 s; passive, they took 68.5 s (1: 47.8 s).
 
     >>> worker_environment()["DASK_LOGGING__DISTRIBUTED"]
     'warning'

@@ -95,8 +95,8 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "learning_rate": _FLOAT,
     "lr_scaling": ((str,), "'linear', 'sqrt' or 'none'"),
     "keras_backend": ((str,), "a Keras engine the strategy runs on ('tensorflow', 'jax', 'torch')"),
-    "oversubscribe": ((bool,), "true or false (allow more ranks than this machine has cores; "
-                               "flagged in the table)"),
+    "oversubscribe": ((bool,), "true or false (allow more ranks than this machine has cores, "
+                               "or than it has GPUs; flagged in the table)"),
 }
 """Keys of one ``[[cases]]`` table. Grid keys (algorithm ... dataset) take one value or a list."""
 

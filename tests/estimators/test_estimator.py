@@ -105,6 +105,29 @@ def test_translation_table_documents_the_xgboost_mapping():
             kwargs["reg_lambda"], kwargs["tree_method"]) == (7, 0, 31, "lossguide", 0.0, "hist")
 
 
+def test_no_leaf_limit_grows_xgboost_depthwise_to_the_same_trees():
+    """``max_leaf_nodes = "none"``: scikit-learn gets None, XGBoost grows depth-wise (one
+    all-reduce per level on several workers), and the trees are those that leaf-wise growth
+    without a leaf limit makes; a limit keeps leaf-wise growth."""
+    pytest.importorskip("xgboost")
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True)
+    unlimited = Estimator("gradient_boosting_classifier", backend="xgboost", max_leaf_nodes="none",
+                          max_depth=4, n_estimators=30, random_state=0).fit(x, y)
+    params = unlimited.estimator_.get_params()
+    assert (params["grow_policy"], params["max_leaves"], params["max_depth"]) == ("depthwise", 0, 4)
+    leafwise = type(unlimited.estimator_)(**{**params, "grow_policy": "lossguide"}).fit(x, y)
+    np.testing.assert_array_equal(unlimited.predict_proba(x), leafwise.predict_proba(x))
+    limited = Estimator("gradient_boosting_classifier", backend="xgboost", max_leaf_nodes=5,
+                        max_depth=4, n_estimators=30, random_state=0).fit(x, y)
+    assert limited.estimator_.get_params()["grow_policy"] == "lossguide"
+    assert not np.array_equal(limited.predict_proba(x), leafwise.predict_proba(x))
+    stock = Estimator("gradient_boosting_classifier", backend="sklearn", max_leaf_nodes="none",
+                      max_depth=4, n_estimators=30, random_state=0).fit(x, y)
+    assert stock.estimator_.get_params()["max_leaf_nodes"] is None
+
+
 def test_a_new_backend_is_one_module(tmp_path, monkeypatch, blobs):
     (tmp_path / "toy.py").write_text(textwrap.dedent("""
         from accelml.probe import Availability

@@ -5,10 +5,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from accelml.cases import Case, DatasetSpec
 from accelml.compare import plan_run, run_experiment
 from accelml.errors import SpecError
+from accelml.executors import ensure_scale
 from accelml.executors.local import LocalExecutor
-from accelml.probe import list_gpus
+from accelml.probe import list_gpus, usable_cores
 from accelml.results.store import ResultsStore
 from accelml.runner.process import CaseTask, execute_case
 from accelml.spec.load import load_spec_text
@@ -153,3 +155,17 @@ def test_a_first_run_that_takes_long_enough_counts_and_says_why(tmp_path):
     assert len(result.repeat_prediction_digests) == 2
     assert result.warmup_note.startswith("fit: the first run took ")
     assert "counted as a repeat instead of a warm-up" in result.warmup_note
+
+
+@pytest.mark.skipif(bool(list_gpus()[0]), reason="this machine has a GPU")
+def test_a_cuda_case_of_more_ranks_than_cores_is_unavailable_here_not_refused():
+    """Without GPUs, xgboost_scaling_check's 4-GPU case is recorded unavailable like the
+    other GPU cases, not refused for its 4 ranks on a 2-core machine; a CPU case of more
+    ranks than cores is still refused."""
+    data = DatasetSpec("d", "shipped", (("name", "digits"),))
+    too_many = usable_cores() + 1
+    ensure_scale([Case("gradient_boosting_classifier", "xgboost", "cuda", data, workers=too_many)],
+                 None)
+    with pytest.raises(SpecError, match=f"{too_many} ranks on this machine"):
+        ensure_scale([Case("gradient_boosting_classifier", "xgboost", "cpu", data,
+                           workers=too_many)], None)
