@@ -60,6 +60,7 @@ from accelml.results.store import array_digest
 from accelml.runner.hooks import MeasureContext, Measurements
 from accelml.runner.measure import host_copy, repeat_until_stable
 from accelml.runner.scores import scores_for
+from accelml.runner.stacks import PRELOAD, STACKS_DIR_VARIABLE
 
 LOCAL_PROCESSES = "local-processes"
 JOB_LAUNCHERS = ("srun", "mpirun")
@@ -142,7 +143,7 @@ def dask_cluster(workers: int, threads: int, device: str, how: str, workdir: str
     if how == LOCAL_PROCESSES:
         gpus = visible_gpus(workers) if on_gpu else ("",) * workers
         specs = {f"worker-{index}": {"cls": Nanny, "options": {
-            "nthreads": threads, "memory_limit": 0, "host": "127.0.0.1",
+            "nthreads": threads, "memory_limit": 0, "host": "127.0.0.1", "preload": [PRELOAD],
             "env": {**worker_environment(), **({"CUDA_VISIBLE_DEVICES": gpu} if on_gpu else {})}}}
             for index, gpu in enumerate(gpus)}
         scheduler = {"cls": Scheduler, "options": {"dashboard_address": None, "host": "127.0.0.1"}}
@@ -185,12 +186,15 @@ def _rank_command(how: str, workers: int, threads: int, on_gpu: bool, address: s
     if tool is None:
         raise UnavailableError(f"{how} is not on PATH (the job names it as its rank launcher)")
     worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
-              str(threads), "--no-nanny", "--memory-limit", "0", "--no-dashboard"]
+              str(threads), "--no-nanny", "--memory-limit", "0", "--no-dashboard",
+              "--preload", PRELOAD]
     if how == "srun":
         gpus = ["--gpus-per-task=1"] if on_gpu else []
         return [tool, f"--ntasks={workers}", "--kill-on-bad-exit=1"] + gpus + worker
     as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    exported = [arg for name in ("PATH", "PYTHONPATH", *worker_environment()) for arg in ("-x", name)]
+    stacks = (STACKS_DIR_VARIABLE,) if STACKS_DIR_VARIABLE in os.environ else ()
+    exported = [arg for name in ("PATH", "PYTHONPATH", *stacks, *worker_environment())
+                for arg in ("-x", name)]
     return [tool, "-np", str(workers), "-bind-to", "none", "-map-by", "slot"] + as_root + exported + worker
 
 

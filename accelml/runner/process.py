@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 from accelml.cases import Case
 from accelml.convert import JSONRecord
 from accelml.results.records import CaseResult, FailureKind, utc_now
+from accelml.runner.stacks import STACKS_DIR_VARIABLE, STACKS_SIGNAL, ask_workers, hung_at, workers_hung_at
 from accelml.scratch import kill_tree, make_scratch, sweep
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -50,52 +50,31 @@ SCRATCH_PREFIXES = ("accelml-case-", "accelml-dl-")
 """Scratch folders of case processes and their launchers; those of a process killed with
 SIGKILL are swept (:func:`accelml.scratch.sweep`) when the next case starts."""
 STDERR_TAIL = 4000
-STACKS_SIGNAL = signal.SIGUSR1
-"""Asks a case process for every thread's Python stack on its stderr (``faulthandler``): sent
-before a case is killed at its time limit, so that the failure says where it hung."""
 STACKS_WAIT_S = 1.0
-HUNG_FRAMES = 3
-
-
-def hung_at(stderr: str) -> str:
-    """The innermost frames of the current thread of the last ``faulthandler`` dump in
-    ``stderr``, innermost first, as ``file:line function`` joined by `` < ``; '' if none.
-
-    >>> dump = "\\n".join([
-    ...     'Thread 0x1 (most recent call first):',
-    ...     '  File "/usr/lib/python3/threading.py", line 3 in wait', '',
-    ...     'Current thread 0x2 (most recent call first):',
-    ...     '  File "/site/xgboost/dask/__init__.py", line 9 in _train',
-    ...     '  File "/repo/accelml/runner/worker.py", line 5 in main'])
-    >>> hung_at(dump)
-    'xgboost/dask/__init__.py:9 _train < accelml/runner/worker.py:5 main'
-    """
-    blocks = stderr.split("(most recent call first):")
-    if len(blocks) < 2:
-        return ""
-    headers = [block.rstrip().splitlines()[-1] if block.strip() else "" for block in blocks[:-1]]
-    current = [index for index, header in enumerate(headers) if header.startswith("Current thread")]
-    body = blocks[(current[-1] if current else len(headers) - 1) + 1]
-    frames = [f"{'/'.join(path.split('/')[-3:])}:{number} {function}"
-              for path, number, function in re.findall(r'File "(.+)", line (\d+) in (\S+)', body)]
-    return " < ".join(frames[:HUNG_FRAMES])
+STACKS_DIR = "stacks"
+"""The folder, in a case's scratch, where its dask workers write their stacks when asked."""
 
 
 def _timed_out(time_limit: float, stderr_path: Path) -> tuple[FailureKind, str]:
-    """The verdict on a case killed at its time limit, with where it was if it said so."""
-    where = ""
+    """The verdict on a case killed at its time limit, with where it and its dask workers
+    were if they said so (:mod:`accelml.runner.stacks`)."""
+    where = workers = ""
     if stderr_path.exists():
         where = hung_at(stderr_path.read_bytes()[-16 * STDERR_TAIL:].decode(errors="replace"))
+        workers = workers_hung_at(stderr_path.parent / STACKS_DIR)
     return (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s"
-            + (f"; it was in {where}" if where else ""))
+            + (f"; it was in {where}" if where else "")
+            + (f"; its dask workers were in {workers}" if workers else ""))
 
 
-def _ask_for_stacks(process: subprocess.Popen[bytes]) -> None:
-    """Have the case process print its threads' stacks (:data:`STACKS_SIGNAL`), and give it a moment."""
+def _ask_for_stacks(process: subprocess.Popen[bytes], stacks_dir: Path) -> None:
+    """Have the case process and its dask workers print their threads' stacks
+    (:data:`~accelml.runner.stacks.STACKS_SIGNAL`), and give them a moment."""
     try:
         os.kill(process.pid, STACKS_SIGNAL)
     except (ProcessLookupError, PermissionError):
         return
+    ask_workers(stacks_dir)
     time.sleep(STACKS_WAIT_S)
 
 
@@ -274,7 +253,7 @@ def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_li
     peak_rss = 0
     while process.poll() is None:
         if time.monotonic() - started > time_limit:
-            _ask_for_stacks(process)
+            _ask_for_stacks(process, stderr_path.parent / STACKS_DIR)
             _kill_group(process)
             return _timed_out(time_limit, stderr_path), peak_rss
         rss = _tree_rss(process.pid)
@@ -318,7 +297,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
                            deterministic=task.deterministic)
         input_path.write_text(json.dumps(inputs.to_dict()))
         env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
-               "PYTHONUNBUFFERED": "1"}
+               "PYTHONUNBUFFERED": "1", STACKS_DIR_VARIABLE: str(scratch / STACKS_DIR)}
         # The case process imports the same accelml as this one, installed or not.
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
@@ -347,7 +326,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
 
                     def expire() -> None:
                         expired.set()
-                        _ask_for_stacks(process)
+                        _ask_for_stacks(process, scratch / STACKS_DIR)
                         _kill_group(process, wait=False)
 
                     timer = threading.Timer(time_limit, expire)

@@ -57,8 +57,9 @@ from accelml.runner.measure import (
     peak_host_memory_bytes,
     repeat_until_stable,
 )
-from accelml.runner.process import STACKS_SIGNAL, CaseDocument, CaseInput
+from accelml.runner.process import CaseDocument, CaseInput
 from accelml.runner.scores import scores_for
+from accelml.runner.stacks import STACKS_SIGNAL
 from accelml.scratch import kill_tree
 
 PREDICT_METHOD = {"decomposition": "transform"}

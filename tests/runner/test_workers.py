@@ -156,3 +156,17 @@ def test_workers_sleep_while_they_wait_unless_told_otherwise(tmp_path, monkeypat
     with dask_cluster(2, 1, "cpu", "local-processes", str(tmp_path)) as client:
         seen = client.run(lambda: __import__("os").environ.get("OMP_WAIT_POLICY"))
     assert sorted(seen.values()) == [expected, expected]
+
+
+def test_a_two_worker_case_killed_at_its_time_limit_says_where_its_workers_were(tmp_path):
+    """The workers answer the runner's request for stacks (a dask preload), and the
+    failure's reason names where their busiest threads were: inside XGBoost's training."""
+    spec = (SPEC.replace("repeats = 1", "repeats = 1\ntime_limit = 25")
+            .replace("workers = [1, 2]", "workers = 2")
+            .replace("n_estimators = 30,", "n_estimators = 1000000,"))
+    store, _, results = run(tmp_path, "local", spec)
+    result = results[(2, "data")]
+    assert result.failure.value == "timeout" and "\n" not in result.reason, result.reason
+    assert "; its dask workers were in " in result.reason, result.reason
+    workers = result.reason.split("; its dask workers were in ")[1].split(" | ")
+    assert len(workers) == 2 and all("xgboost/" in place for place in workers), result.reason
