@@ -41,6 +41,9 @@ class Param:
     'expected an integer >= 1, got a string'
     >>> Param("n_init", "auto", minimum=1, integer=True).value_problem("auto") is None
     True
+    >>> Param("C", 1.0, minimum=0, exclusive=True).value_problem(0)
+    'expected a number > 0, got 0'
+
     """
 
     name: str
@@ -49,6 +52,8 @@ class Param:
     minimum: float | None = None
     integer: bool = False
     words: tuple[str, ...] = ()
+    exclusive: bool = False
+    """The minimum itself is refused (``C > 0``)."""
 
     def value_problem(self, value: object) -> str | None:
         """Why ``value`` cannot be this parameter's value (None when it can)."""
@@ -58,14 +63,14 @@ class Param:
         if isinstance(value, str) and value in self.words:
             return None
         number = "an integer" if self.integer else "a number"
-        expected = f"expected {number} >= {self.minimum:g}" + (
+        expected = f"expected {number} {'>' if self.exclusive else '>='} {self.minimum:g}" + (
             f" or one of {', '.join(map(repr, self.words))}" if self.words else "")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 self.integer and not isinstance(value, int)):
             kind = {str: "a string", bool: "a boolean", float: "a number"}.get(type(value),
                                                                             type(value).__name__)
             return f"{expected}, got {kind}"
-        if value < self.minimum:
+        if value < self.minimum or (self.exclusive and value == self.minimum):
             return f"{expected}, got {value!r}"
         return None
 
@@ -129,7 +134,7 @@ def _gradient_boosting(task: Task) -> Algorithm:
         _CLASSIFIER if task == "classification" else _REGRESSOR,
         (
             Param("n_estimators", 100, "boosting rounds (trees per class)", 1, True),
-            Param("learning_rate", 0.1, "shrinkage", 0),
+            Param("learning_rate", 0.1, "shrinkage", 0, exclusive=True),
             Param("max_depth", None, "depth limit (None: unlimited, leaves limited by max_leaf_nodes)"),
             Param("max_leaf_nodes", 31, f"leaves per tree (leaf-wise growth; {NO_LIMIT!r}: no limit)",
                   2, True, (NO_LIMIT,)),
@@ -210,7 +215,7 @@ _TABLE = (
     Algorithm(
         "dbscan", "clustering", ("fit_predict",),
         (
-            Param("eps", 0.5, "neighbourhood radius", 0),
+            Param("eps", 0.5, "neighbourhood radius", 0, exclusive=True),
             Param("min_samples", 5, "core point neighbours", 1, True),
             Param("metric", "euclidean", "distance"),
             Param("neighbor_search", "auto", "'auto', 'ball_tree', 'kd_tree' or 'brute' (sklearn's algorithm=)"),
@@ -256,7 +261,7 @@ _TABLE = (
     Algorithm(
         "logistic_regression", "classification", ("predict", "predict_proba", "decision_function", "score"),
         (
-            Param("C", 1.0, "inverse regularisation strength", 0),
+            Param("C", 1.0, "inverse regularisation strength", 0, exclusive=True),
             Param("l1_ratio", 0.0, "elastic-net mix (0: L2, 1: L1)"),
             Param("solver", "lbfgs", "solver"),
             Param("max_iter", 100, "solver iterations", 1, True),
@@ -273,7 +278,7 @@ _TABLE = (
     Algorithm(
         "svc", "classification", ("predict", "decision_function", "score"),
         (
-            Param("C", 1.0, "penalty"),
+            Param("C", 1.0, "penalty", 0, exclusive=True),
             Param("kernel", "rbf", "kernel"),
             Param("degree", 3, "polynomial degree"),
             Param("gamma", "scale", "kernel coefficient"),

@@ -465,7 +465,8 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     if any(row.phase_speedups for row in rows):
         notes.append("speedup: reference median / case median, main phase first, other phases "
                      "beside it, (interval) from the medians' confidence intervals")
-    if any(row.iterations is not None for row in rows):
+    if any(row.iterations is not None for row in rows) and \
+            any("iterations" in heading for heading in layout.headings):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
     if any(row.warmup_note for row in rows):
         notes.append("a phase whose first run took seconds counted it instead of warming up")

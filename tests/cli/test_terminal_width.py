@@ -72,6 +72,9 @@ def test_compare_fits_the_terminal_and_every_row_says_what_it_is(smoke_run, colu
         shown.text[shown.text.index("comparison "):]
     assert "sklearnex" in matrix and "xgboost" in matrix
     assert "every case: cpu" in shown.text
+    # the legend explains only columns the table shows
+    header = next(line for line in shown.text.splitlines() if line.startswith("algorithm"))
+    assert ("iterations" in header) == ("iterations: this fit's" in shown.text), shown.text
 
 
 def test_compare_at_120_columns_keeps_full_names(smoke_run):

@@ -87,14 +87,14 @@ def test_runner_fit_time_agrees_with_a_direct_measurement(tmp_path):
 
 
 @pytest.mark.parametrize("change, failure, reason", [
-    ("params = {max_iter = 300, C = 0.5}", "error", "InvalidParameterError: The 'C' parameter"),
+    ("params = {max_iter = 300, C = 0.5}", "error", "InvalidParameterError: The 'solver' parameter"),
     ("time_limit = 120", "timeout", "exceeded its time limit of 0.5 s"),
     ("threads = 1", "memory", "over its memory limit of 40 MiB"),
 ])
 def test_failures_are_recorded_with_their_reason(tmp_path, change, failure, reason):
     replacement = {
-        # C = 0 passes accelml's bounds (C >= 0) and scikit-learn refuses it when fitting
-        "params = {max_iter = 300, C = 0.5}": "params = {C = 0.0}",
+        # accelml passes solver names through; scikit-learn refuses this one when fitting
+        "params = {max_iter = 300, C = 0.5}": 'params = {solver = "no-such-solver"}',
         "time_limit = 120": "time_limit = 0.5",
         "threads = 1": "threads = 1\nmemory_limit_mb = 40",
     }[change]
