@@ -55,13 +55,13 @@ STACKS_DIR = "stacks"
 """The folder, in a case's scratch, where its dask workers write their stacks when asked."""
 
 
-def _timed_out(time_limit: float, stderr_path: Path) -> tuple[FailureKind, str]:
+def _timed_out(time_limit: float, stderr_path: Path, stacks_dir: Path) -> tuple[FailureKind, str]:
     """The verdict on a case killed at its time limit, with where it and its dask workers
     were if they said so (:mod:`accelml.runner.stacks`)."""
     where = workers = ""
     if stderr_path.exists():
         where = hung_at(stderr_path.read_bytes()[-16 * STDERR_TAIL:].decode(errors="replace"))
-        workers = workers_hung_at(stderr_path.parent / STACKS_DIR)
+        workers = workers_hung_at(stacks_dir)
     return (FailureKind.TIMEOUT, f"exceeded its time limit of {time_limit:g} s"
             + (f"; it was in {where}" if where else "")
             + (f"; its dask workers were in {workers}" if workers else ""))
@@ -247,15 +247,15 @@ def _killed_by_signal(code: int, peak_rss: int, last: str) -> tuple[FailureKind,
 
 
 def _watch_memory(process: subprocess.Popen[bytes], time_limit: float, memory_limit_mb: int,
-                  stderr_path: Path) -> tuple[tuple[FailureKind, str] | None, int]:
+                  stderr_path: Path, stacks_dir: Path) -> tuple[tuple[FailureKind, str] | None, int]:
     """Poll the process tree's resident memory; kill it over the limit or past the time limit."""
     started = time.monotonic()
     peak_rss = 0
     while process.poll() is None:
         if time.monotonic() - started > time_limit:
-            _ask_for_stacks(process, stderr_path.parent / STACKS_DIR)
+            _ask_for_stacks(process, stacks_dir)
             _kill_group(process)
-            return _timed_out(time_limit, stderr_path), peak_rss
+            return _timed_out(time_limit, stderr_path, stacks_dir), peak_rss
         rss = _tree_rss(process.pid)
         peak_rss = max(peak_rss, rss)
         if rss > memory_limit_mb * 2**20:
@@ -288,7 +288,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
     scratch = Path(make_scratch("accelml-case-", task.workdir))
     try:
         input_path, output_path = scratch / "input.json", scratch / "result.json"
-        stderr_path = scratch / "stderr.txt"
+        stderr_path, stacks_dir = scratch / "stderr.txt", scratch / STACKS_DIR
         started_at = utc_now()
         spawned_at = time.time()
         inputs = CaseInput(case=task.case, run_id=task.run_id, arrays_dir=str(scratch / "arrays"),
@@ -297,7 +297,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
                            deterministic=task.deterministic)
         input_path.write_text(json.dumps(inputs.to_dict()))
         env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
-               "PYTHONUNBUFFERED": "1", STACKS_DIR_VARIABLE: str(scratch / STACKS_DIR)}
+               "PYTHONUNBUFFERED": "1", STACKS_DIR_VARIABLE: str(stacks_dir)}
         # The case process imports the same accelml as this one, installed or not.
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
@@ -318,7 +318,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
             try:
                 if memory_limit_mb:
                     verdict, peak_rss = _watch_memory(process, time_limit, memory_limit_mb,
-                                                      stderr_path)
+                                                      stderr_path, stacks_dir)
                 else:
                     # Block in waitpid (no polling that would take CPU from the timed case);
                     # a timer kills the process group at the time limit.
@@ -326,7 +326,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
 
                     def expire() -> None:
                         expired.set()
-                        _ask_for_stacks(process, scratch / STACKS_DIR)
+                        _ask_for_stacks(process, stacks_dir)
                         _kill_group(process, wait=False)
 
                     timer = threading.Timer(time_limit, expire)
@@ -337,7 +337,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
                     finally:
                         timer.cancel()
                     if expired.is_set() and process.returncode != 0:
-                        verdict = _timed_out(time_limit, stderr_path)
+                        verdict = _timed_out(time_limit, stderr_path, stacks_dir)
             except BaseException:
                 _kill_group(process)
                 raise

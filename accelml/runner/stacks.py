@@ -5,8 +5,8 @@ process, whose ``faulthandler`` writes every thread's stack to the case's stderr
 dask worker the case started: a worker loads this module as a dask preload
 (:data:`PRELOAD`), which, where :data:`STACKS_DIR_VARIABLE` names a folder, registers the
 same signal to write its stacks into ``worker-<host>-<pid>.txt`` there; the file's name
-tells the runner which processes of its host to ask. The failure's reason then ends with the innermost frames of
-the case's current thread and of each worker's busiest thread:
+tells the runner which processes of its host to ask. The failure's reason then ends with the
+innermost frames of the case's current thread and of each worker's busiest thread:
 ``...; it was in distributed/utils.py:441 wait < ...; its dask workers were in
 xgboost/core.py:2255 update < ... | ...``.
 
@@ -48,7 +48,7 @@ _answering: list[IO[str]] = []
 
 
 def _threads(dump: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """``(header, frames)`` of each thread in the last ``faulthandler`` dump of ``dump``."""
+    """``(header, frames)`` of each thread of every ``faulthandler`` dump in ``dump``, in order."""
     blocks = dump.split("(most recent call first):")
     headers = [block.rstrip().splitlines()[-1] if block.strip() else "" for block in blocks[:-1]]
     return [(header, _FRAME.findall(body)) for header, body in zip(headers, blocks[1:], strict=True)]
