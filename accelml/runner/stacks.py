@@ -29,6 +29,7 @@ import os
 import re
 import signal
 import socket
+import sysconfig
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,6 +45,7 @@ IDLE_FRAMES = ("threading.py", "selectors.py", "queue.py", "concurrent/futures/t
 """Files whose frame, innermost in a thread, means the thread is waiting, not working."""
 
 _FRAME = re.compile(r'File "(.+)", line (\d+) in (\S+)')
+_STDLIB = sysconfig.get_paths()["stdlib"]
 _answering: list[IO[str]] = []
 
 
@@ -54,14 +56,37 @@ def _threads(dump: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
     return [(header, _FRAME.findall(body)) for header, body in zip(headers, blocks[1:], strict=True)]
 
 
+def _in_standard_library(path: str) -> bool:
+    return path.startswith(_STDLIB) and "site-packages" not in path
+
+
 def _frames_text(frames: list[tuple[str, str, str]]) -> str:
-    return " < ".join(f"{'/'.join(path.split('/')[-3:])}:{number} {function}"
-                      for path, number, function in frames[:HUNG_FRAMES])
+    """:data:`HUNG_FRAMES` frames, innermost first, from the innermost one outside Python's
+    standard library where there is one: ``inspect.py`` or ``threading.py`` frames say less
+    than the library call that entered them."""
+    outside = next((index for index, (path, _, _) in enumerate(frames)
+                    if not _in_standard_library(path)), 0)
+    return " < ".join(f"{_short(path)}:{number} {function}"
+                      for path, number, function in frames[outside:outside + HUNG_FRAMES])
+
+
+def _short(path: str) -> str:
+    """``path`` from its package on (after ``site-packages/``), else its last three parts.
+
+    >>> _short("/venv/lib/site-packages/sklearn/externals/array_api_compat/_internal.py")
+    'sklearn/externals/array_api_compat/_internal.py'
+    >>> _short("/repo/accelml/runner/worker.py")
+    'accelml/runner/worker.py'
+    """
+    if "site-packages/" in path:
+        return path.rsplit("site-packages/", 1)[1]
+    return "/".join(path.split("/")[-3:])
 
 
 def hung_at(dump: str) -> str:
-    """The innermost frames of the current thread of the last dump in ``dump``, innermost
-    first, as ``file:line function`` joined by `` < ``; '' if there is no dump."""
+    """The innermost frames (:func:`_frames_text`) of the current thread of the last dump
+    in ``dump``, innermost first, as ``file:line function`` joined by `` < ``; '' if there
+    is no dump."""
     threads = _threads(dump)
     if not threads:
         return ""
