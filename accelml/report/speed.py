@@ -1,7 +1,10 @@
 """Speedups against a reference backend, and scaling over workers, from stored case results.
 
 A case's reference is the case of the reference backend with the same algorithm, dataset,
-parameters, workers and strategy (on the same device when there is one, else any device).
+parameters, workers and strategy: on the same device when there is one, else on the CPU,
+else any device. A case of the reference backend itself on an accelerator is compared with
+that backend's CPU case where there is one (XGBoost on CUDA against XGBoost on all cores:
+the move this comparison is about), else it is the reference.
 Speedup = reference median / case median, so 2.0 means twice as fast. Its interval comes
 from the two medians' confidence intervals (worst and best combination).
 
@@ -92,7 +95,10 @@ def reference_cases(results: Iterable[CaseResult], reference: str) -> dict[str, 
             continue
         same_device = [c for c in candidates if c.device == result.device]
         cpu = [c for c in candidates if c.device == "cpu"]
-        matched[result.case_id] = (same_device or cpu or candidates)[0]
+        if result.backend == reference and cpu:
+            matched[result.case_id] = cpu[0]
+        else:
+            matched[result.case_id] = (same_device or cpu or candidates)[0]
     return matched
 
 
@@ -100,6 +106,8 @@ def speedup(result: CaseResult, reference: CaseResult, phase: str = "fit") -> Sp
     mine, theirs = result.timing(phase), reference.timing(phase)
     if not (result.ok and reference.ok) or mine is None or theirs is None or mine.median <= 0:
         return None
+    if result.case_id == reference.case_id:
+        return Speedup(result.case_id, reference.case_id, phase, 1.0, 1.0, 1.0)
     low = theirs.ci_low / mine.ci_high if mine.ci_high > 0 else float("nan")
     high = theirs.ci_high / mine.ci_low if mine.ci_low > 0 else float("inf")
     return Speedup(result.case_id, reference.case_id, phase, theirs.median / mine.median, low, high)

@@ -194,7 +194,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         ref = references.get(result.case_id)
         found_scaling = scalings.get(result.case_id)
         if found_scaling is not None and result.workers != 1 and ref is not None \
-                and ref.case_id == result.case_id:
+                and ref.backend == result.backend:
             ref = None   # an N-worker run of the reference backend: shown as scaling vs 1 worker
         # A failed case is never anyone's reference (nor its own): it shows no speedup.
         is_reference = ref is not None and ref.case_id == result.case_id and result.ok

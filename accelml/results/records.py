@@ -213,6 +213,7 @@ class PhaseTiming(JSONRecord):
         ordered = sorted(samples)
         median = statistics.median(ordered)
         low, high, level = median_confidence_interval(ordered, confidence)
+        low = max(low, 0.0)   # Student's t on 2-5 spread samples can reach below zero seconds
         if median > 0:
             halfwidth = max(median - low, high - median) / median
         else:

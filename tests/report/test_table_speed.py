@@ -1,5 +1,7 @@
 """The comparison table's reference marks and strategy column, and per-strategy scaling."""
 
+import pytest
+
 from accelml.report.speed import scaling
 from accelml.report.table import build_rows, render_text
 from accelml.results.records import CaseResult, FailureKind, PhaseTiming
@@ -132,3 +134,25 @@ def test_matrix_rows_that_differ_only_by_dataset_or_parameters_stay_distinct():
         assert [("100k" in line, "n_clusters=64" in line) for line in body] == [
             (True, False), (True, True), (False, False), (False, True)], text
         assert "every case: kmeans cpu x1 n_init=1 random_state=0" in text
+
+
+def _boosting(case_id, device, workers, seconds):
+    return CaseResult("r", case_id, "gradient_boosting_classifier", "xgboost", device, "rows", "ok",
+                      workers=workers, timings=(PhaseTiming.from_samples("fit", list(seconds)),))
+
+
+def test_the_reference_backend_on_a_gpu_is_measured_against_its_cpu_case(tmp_path):
+    # reference = xgboost on CPU and CUDA, 1 and N workers (experiments/xgboost_scaling.toml):
+    # one GPU shows its speed-up over all the CPU cores, N workers their scaling over one.
+    results = [_boosting("g1", "cuda", 1, (3.2, 3.2, 3.3)), _boosting("g4", "cuda", 4, (1.6,) * 3),
+               _boosting("c1", "cpu", 1, (40.0, 40.0, 41.0)), _boosting("c2", "cpu", 2, (20.0,) * 3)]
+    rows = {row.case_id: row for row in build_rows(ResultsStore(tmp_path), results, "xgboost")}
+    assert rows["c1"].is_reference and rows["c1"].speedup == 1.0
+    assert (rows["c1"].speedup_low, rows["c1"].speedup_high) == (1.0, 1.0)
+    assert not rows["g1"].is_reference and rows["g1"].speedup == pytest.approx(40.0 / 3.2)
+    assert rows["g1"].speedup_low < rows["g1"].speedup < rows["g1"].speedup_high
+    assert rows["g4"].speedup == 2.0 and rows["g4"].efficiency == 0.5   # vs 1 GPU, not vs CPU
+    assert rows["c2"].speedup == 2.0 and rows["c2"].efficiency == 1.0
+    # without a CPU case the GPU case is the reference, as before
+    alone = build_rows(ResultsStore(tmp_path), results[:2], "xgboost")
+    assert alone[0].is_reference and alone[1].speedup == 2.0

@@ -165,3 +165,11 @@ def test_a_failed_result_is_built_only_by_case_result_failed():
                     for keyword in node.keywords):
                 builders.append(f"{path.relative_to(package)}:{node.lineno}")
     assert [builder.split(":")[0] for builder in builders] == ["results/records.py"], builders
+
+
+def test_a_phase_interval_never_reaches_below_zero_seconds():
+    # Two spread samples (a 10M-row CPU fit on a busy host): Student's t with one degree of
+    # freedom gives 39.5 +- 45 s; a duration's interval stops at zero.
+    timing = PhaseTiming.from_samples("fit", [35.9, 43.0])
+    assert timing.ci_low == 0.0 and timing.ci_high == pytest.approx(39.45 + 12.706 * 5.02 / 2**0.5, rel=1e-3)
+    assert timing.median == pytest.approx(39.45)
