@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--grow-policy", default="depthwise", choices=("depthwise", "lossguide"),
                         help="lossguide: leaf-wise, as accelml's xgboost backend grows trees")
+    parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=("PASSIVE", "ACTIVE"),
+                        help="the workers' OMP_WAIT_POLICY (accelml's workers: PASSIVE)")
     args = parser.parse_args()
 
     import dask.array as da
@@ -49,7 +51,7 @@ def main() -> None:
     threads = max(1, (os.cpu_count() or 1) // args.workers)
     specs = {f"w{i}": {"cls": Nanny, "options": {
         "nthreads": threads, "memory_limit": 0, "host": "127.0.0.1",
-        "env": {"OMP_WAIT_POLICY": "PASSIVE",
+        "env": {"OMP_WAIT_POLICY": args.omp_wait_policy,
                 **({"CUDA_VISIBLE_DEVICES": str(i)} if args.device == "cuda" else {})}}}
         for i in range(args.workers)}
     started = time.perf_counter()
