@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from pathlib import Path
 
@@ -13,6 +14,14 @@ CANNOT_RUN_HERE = 3
 
 
 def pytest_configure(config):
+    # A test run started as a background job of a non-interactive shell (`make test &` in a
+    # script) inherits SIGINT ignored, under nohup SIGHUP too, and so would every client it
+    # starts, which then rightly keeps them ignored: the tests of those signals (the
+    # executors', the fault suite's) need them delivered, as in a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     for line in (
         "slurm: needs the local one-node SLURM (slurm/local/start.sh); skipped only where it cannot start",
         "horovod: runs real multi-process Horovod (horovodrun --gloo)",
