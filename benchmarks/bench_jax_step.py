@@ -92,6 +92,12 @@ SETS: dict[str, tuple[Group, ...]] = {
                                Variant(ALL, 256, "reduce-scatter", "bfloat16"))),
         Group("buckets 4MB", (Variant(ALL, 256, "buckets", "bfloat16", bucket_mb=4),)),
     ),
+    # what gradient_reduction = "auto" picks for a large model: float32 or bfloat16 buckets
+    "dtype": (
+        Group("buckets 25MB", (Variant(1, 256), Variant(ALL, 256, "buckets"),
+                               Variant(ALL, 256, "buckets", "bfloat16"))),
+        Group("all-reduce", (Variant(ALL, 256),)),
+    ),
     "scaling-more": (
         Group("all-reduce", (Variant(1, 512), Variant(ALL, 512, dtype="bfloat16"),
                              Variant(ALL, 256, "none"))),

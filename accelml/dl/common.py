@@ -144,7 +144,7 @@ def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: in
                 steps: int, epochs: tuple[EpochRecord, ...], test_loss: float | None,
                 test_accuracy: float | None, setup_s: float, backend: str,
                 libraries: tuple[str, ...], output_dir: str | None,
-                devices: tuple[str, ...]) -> TrainingResult:
+                devices: tuple[str, ...], path: str = "") -> TrainingResult:
     """One rank's result of a rank-per-process loop, with the digest of its final weights;
     where it writes (``output_dir``), the final model is saved first (``save_model``)."""
     if output_dir and config.save_model:
@@ -158,7 +158,7 @@ def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: in
         epochs=epochs, test_loss=test_loss, test_accuracy=test_accuracy,
         weights_digest=digest, rank_digests=(digest,), setup_s=setup_s, data_s=0.0,
         backend=backend, versions=versions(*libraries), files=files_under(output_dir),
-        devices=devices, rank=rank, batchnorm_momentum=batchnorm_momentum(model))
+        devices=devices, rank=rank, batchnorm_momentum=batchnorm_momentum(model), path=path)
 
 
 def files_under(directory: str | None) -> tuple[str, ...]:

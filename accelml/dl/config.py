@@ -23,8 +23,7 @@ from typing import Any
 from accelml.cases import Case, JSONScalar
 from accelml.convert import OBJECT, JSONRecord, JSONValue, from_data
 from accelml.dl.strategies import (
-    ALLREDUCE,
-    FLOAT32,
+    AUTO,
     LAUNCHERS,
     STRATEGIES_POINT,
     Strategy,
@@ -37,7 +36,8 @@ OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 CACHES = ("memory", "disk", "none")
 DEVICES = ("cpu", "gpu")
-STEP_CAPTURES = ("none", "cuda-graph")
+STEP_CAPTURES = (AUTO, "none", "cuda-graph")
+CUDA_GRAPH = "cuda-graph"
 
 
 def scaled_learning_rate(base: float, workers: int, scaling: str) -> float:
@@ -97,13 +97,17 @@ class TrainingConfig(JSONRecord):
     time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod
     as its environment (by the strategies that run on Horovod). ``step_capture``
     ``"cuda-graph"`` replays Keras-on-torch training steps from CUDA graphs (GPUs; see
-    :mod:`accelml.dl.strategies.torch_loop`). ``batchnorm_momentum`` sets the momentum of
-    every BatchNorm layer of the model (None: the model's own, 0.99 in Keras).
-    as its environment (by the strategies that run on Horovod).
+    :mod:`accelml.dl.strategies.torch_loop`), ``"none"`` runs them eagerly, and ``"auto"``
+    (the default) captures wherever it can (:attr:`captures_steps`) and falls back to eager
+    steps, with the reason, where recording fails. ``batchnorm_momentum`` sets the momentum
+    of every BatchNorm layer of the model (None: the model's own, 0.99 in Keras).
     ``gradient_reduction`` (how gradients are averaged across workers, e.g. ``allreduce``,
     ``buckets``, ``reduce-scatter``), ``gradient_reduce_dtype`` (``float32`` or
     ``bfloat16``, the dtype they travel in) and ``gradient_bucket_mb`` (bucket size of a
-    bucketed reduction) take the values the strategy's record lists.
+    bucketed reduction) take the values the strategy's record lists, or ``"auto"`` (the
+    default: the strategy picks for the model at hand). ``steps_per_execution``: training
+    steps per dispatch to the devices (strategies that compile their step; None: chosen
+    from the step's size). What ran is recorded in :attr:`TrainingResult.path`.
     """
 
     model: str = "mnist_cnn"
@@ -140,12 +144,13 @@ class TrainingConfig(JSONRecord):
     horovod_timeline_mark_cycles: bool = False
     horovod_fusion_threshold_mb: int | None = None
     horovod_cycle_time_ms: float | None = None
-    gradient_reduction: str = ALLREDUCE
-    gradient_reduce_dtype: str = FLOAT32
+    gradient_reduction: str = AUTO
+    gradient_reduce_dtype: str = AUTO
     gradient_bucket_mb: float = 25.0
     time_limit_s: float = 1800.0
     launcher: str | None = None
-    step_capture: str = "none"
+    step_capture: str = AUTO
+    steps_per_execution: int | None = None
     batchnorm_momentum: float | None = None
     oversubscribe: bool = False
     model_options: tuple[tuple[str, object], ...] = field(default_factory=tuple)
@@ -178,8 +183,10 @@ class TrainingConfig(JSONRecord):
             raise bad("learning_rate", "> 0")
         if self.warmup_epochs < 0:
             raise bad("warmup_epochs", ">= 0")
-        if self.step_capture == "cuda-graph" and (self.device != "gpu"
-                                                  or self.engine != "torch"):
+        if self.steps_per_execution is not None and (
+                not isinstance(self.steps_per_execution, int) or self.steps_per_execution < 1):
+            raise bad("steps_per_execution", "an integer >= 1 (or absent: chosen per model)")
+        if self.step_capture == CUDA_GRAPH and not self.can_capture_steps:
             raise SpecError("training step_capture = 'cuda-graph' captures Keras-on-torch "
                             "training steps on GPUs: it needs device 'cuda' and "
                             "keras_backend 'torch'")
@@ -205,6 +212,31 @@ class TrainingConfig(JSONRecord):
         if self.batchnorm_momentum is not None:
             arguments["batchnorm_momentum"] = self.batchnorm_momentum
         return arguments
+
+    @property
+    def can_capture_steps(self) -> bool:
+        """Whether its training steps can be replayed from CUDA graphs: Keras on torch on GPUs.
+
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu").can_capture_steps
+        True
+        """
+        return self.device == "gpu" and self.engine == "torch"
+
+    @property
+    def captures_steps(self) -> bool:
+        """Whether the run tries to replay its steps from CUDA graphs: asked for, or ``auto``
+        where it can (eager Keras-on-torch steps on a GPU are host-bound: 0.45x of the captured
+        step's speed on ResNet50V2 and 17x slower on the workshop's CNN, measured on H200s).
+
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu").captures_steps
+        True
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu", step_capture="none").captures_steps
+        False
+        >>> TrainingConfig(strategy="torch-ddp", device="cpu").captures_steps
+        False
+        """
+        return self.step_capture == CUDA_GRAPH or (self.step_capture == AUTO
+                                                   and self.can_capture_steps)
 
     @property
     def scaled_learning_rate(self) -> float:
@@ -313,7 +345,10 @@ class TrainingResult(JSONRecord):
     reported as ``first_epoch_s`` and left out of ``mean_epoch_s`` and ``images_per_s``.
     ``rank_digests`` holds the SHA-256 of every rank's final weights (one entry per
     process; for single-process strategies, one entry). ``batchnorm_momentum``: the model's
-    (:func:`accelml.dl.models.batchnorm_momentum`), None without BatchNorm.
+    (:func:`accelml.dl.models.batchnorm_momentum`), None without BatchNorm. ``path``: how the
+    step ran, and why where a default chose (e.g. ``"CUDA graph (auto)"``, ``"eager (auto:
+    recording failed: ...)"``, ``"118 steps per dispatch; gradients: one all-reduce, float32
+    (auto: 1.7 MB)"``).
     """
 
     strategy: str
@@ -340,6 +375,7 @@ class TrainingResult(JSONRecord):
     devices: tuple[str, ...] = ()
     rank: int = 0
     batchnorm_momentum: float | None = None
+    path: str = ""
 
     @property
     def batchnorm_updates(self) -> int:

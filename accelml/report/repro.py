@@ -260,7 +260,8 @@ Identity = tuple[tuple[str, Any], ...]
 PickReference = Callable[[CaseResult, list[CaseResult]], CaseResult]
 
 
-ENGINE_PARAMS = ("keras_backend", "step_capture")
+ENGINE_PARAMS = ("keras_backend", "step_capture", "steps_per_execution", "gradient_reduction",
+                 "gradient_reduce_dtype", "gradient_bucket_mb")
 """Training keys that pick how a strategy runs, not what it trains: left out where
 strategies are compared with each other."""
 

@@ -372,6 +372,7 @@ class DLMeasurements(JSONRecord):
     test_accuracy: float | None = None
     batchnorm_momentum: float | None = None     # the model's BatchNorm momentum (None: none)
     batchnorm_updates: int | None = None        # training steps, each updating its statistics
+    path: str | None = None             # how the step ran and why (TrainingResult.path)
 
     @property
     def global_batch_size(self) -> int:

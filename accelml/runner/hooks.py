@@ -130,6 +130,7 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig) -
         test_accuracy=result.test_accuracy,
         batchnorm_momentum=result.batchnorm_momentum,
         batchnorm_updates=result.batchnorm_updates,
+        path=result.path or None,
     )
     return Measurements(
         timings=tuple(timings),

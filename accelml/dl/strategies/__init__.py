@@ -28,6 +28,7 @@ import dataclasses
 from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow, probe_torch
 from accelml.dl.strategies._record import (
     ALLREDUCE,
+    AUTO,
     FLOAT32,
     LAUNCHERS,
     LOCAL_PROCESSES,
@@ -44,7 +45,7 @@ from accelml.dl.strategies._record import (
 )
 from accelml.probe import Availability
 
-__all__ = ["ALLREDUCE", "FLOAT32", "LAUNCHERS", "LOCAL_PROCESSES", "SRUN", "STRATEGIES_POINT",
+__all__ = ["ALLREDUCE", "AUTO", "FLOAT32", "LAUNCHERS", "LOCAL_PROCESSES", "SRUN", "STRATEGIES_POINT",
            "Determinism", "Strategy", "default_strategy", "find_strategy", "no_rank_variables", "no_variables",
            "probe_strategy", "strategy_availability", "strategy_libraries", "strategy_named"]
 

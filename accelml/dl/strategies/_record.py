@@ -41,7 +41,11 @@ LAUNCHERS = ("horovodrun", "mpirun", SRUN, LOCAL_PROCESSES)
 (Open MPI), ``srun`` (inside a SLURM allocation), ``local-processes`` (plain processes)."""
 ALLREDUCE = "allreduce"
 FLOAT32 = "float32"
-"""The gradient reduction and reduction dtype every strategy implements (the defaults)."""
+"""The gradient reduction and reduction dtype every strategy implements."""
+AUTO = "auto"
+"""The default of ``gradient_reduction``, ``gradient_reduce_dtype`` and ``step_capture``: the
+strategy takes the fastest correct path it has measured for the run at hand and records
+which one ran (:attr:`accelml.dl.config.TrainingResult.path`)."""
 
 
 def no_variables(threads: int | None) -> dict[str, str]:
@@ -92,8 +96,9 @@ class Strategy:
     ``libraries``: distributions recorded in the environment fingerprint. ``default``: the
     strategy of a Keras case that names none (exactly one record has it).
     ``gradient_reductions`` and ``gradient_reduce_dtypes``: the values of the training keys
-    ``gradient_reduction`` (how gradients are averaged across workers; the first is the
-    default) and ``gradient_reduce_dtype`` (the dtype they travel in) it implements.
+    ``gradient_reduction`` (how gradients are averaged across workers) and
+    ``gradient_reduce_dtype`` (the dtype they travel in) it implements, besides ``auto``
+    (:data:`AUTO`, the default: the strategy's own choice).
     """
 
     name: str
@@ -161,11 +166,12 @@ class Strategy:
         >>> strategy_named("jax-pmean").check_gradient_options("reduce-scatter", "bfloat16")
         >>> strategy_named("single").check_gradient_options("allreduce", "bfloat16")
         Traceback (most recent call last):
-        accelml.errors.SpecError: training gradient_reduce_dtype must be float32 for strategy 'single', not 'bfloat16'
+        accelml.errors.SpecError: training gradient_reduce_dtype must be auto or float32 for ...
         """
         for key, value, allowed in (("gradient_reduction", reduction, self.gradient_reductions),
                                     ("gradient_reduce_dtype", dtype,
                                      self.gradient_reduce_dtypes)):
+            allowed = (AUTO, *allowed)
             if value not in allowed:
                 raise SpecError(f"training {key} must be {' or '.join(allowed)} for strategy "
                                 f"{self.name!r}, not {value!r}")

@@ -73,7 +73,7 @@ def connect(config: TrainingConfig) -> Collectives:
     on_gpu = config.device == "gpu"
     if on_gpu and torch.cuda.is_available():
         torch.cuda.set_device(local_rank % torch.cuda.device_count())   # NCCL's device
-    if config.step_capture == "cuda-graph":     # NCCL work recorded in a CUDA graph
+    if config.captures_steps:     # NCCL work recorded in a CUDA graph
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")
     host = os.environ.get("MASTER_ADDR") or ("localhost" if size == 1 else None)
     port = os.environ.get("MASTER_PORT") or (str(free_ports(1)[0]) if size == 1 else None)

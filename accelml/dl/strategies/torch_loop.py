@@ -66,6 +66,7 @@ from accelml.dl.data import ImageData
 from accelml.dl.engines import CUBLAS_DETERMINISTIC_WORKSPACE
 from accelml.dl.models import build_model
 from accelml.dl.pipelines import steps_per_epoch
+from accelml.dl.strategies import AUTO
 from accelml.errors import AccelmlError, SpecError, UnavailableError
 
 if TYPE_CHECKING:
@@ -232,7 +233,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         count = torch.full_like(hits, float(labels.shape[0]))
         return torch.stack([loss.detach().float() * count, hits, count])
 
-    capture = config.step_capture == "cuda-graph"
+    capture = config.captures_steps
     averaging = collectives.averaging_model
     if averaging is None:
         forward = model
@@ -269,13 +270,22 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     shard = _Shard(torch, data.x_train[rank::size][:steps * config.batch_size],
                    data.y_train[rank::size][:steps * config.batch_size], device, image_size)
     step: Step = train_step
+    path = _eager_path(config)
     if capture:
         state = [v.value for v in [*model.weights, *optimizer.variables]]
-        step = _captured_step(
-            torch, forward_backward, apply,
-            collectives.average if reduce_after_backward else None,
-            state, [v.value for v in trainable], config.batch_size,
-            warmup=_DDP_CAPTURE_WARMUP if averaging is not None else _CAPTURE_WARMUP)
+        try:
+            step = _captured_step(
+                torch, forward_backward, apply,
+                collectives.average if reduce_after_backward else None,
+                state, [v.value for v in trainable], config.batch_size,
+                warmup=_DDP_CAPTURE_WARMUP if averaging is not None else _CAPTURE_WARMUP)
+            path = _captured_path(config, split=reduce_after_backward, ranks=size)
+        except RecordingFailed as failure:
+            if config.step_capture != AUTO:
+                raise AccelmlError(f"{failure} (step_capture = 'cuda-graph'; 'none' trains "
+                                   "eagerly)") from None
+            torch.cuda.synchronize()
+            path = f"eager (auto: {failure})"
 
     output_dir = config.output_dir if rank == 0 else None      # rank 0 writes every file
     log = EpochLog(output_dir)
@@ -320,7 +330,25 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
                        epochs=tuple(epochs), test_loss=test_loss, test_accuracy=test_accuracy,
                        setup_s=setup_s, backend="torch",
                        libraries=("torch", collectives.library), output_dir=output_dir,
-                       devices=(device,))
+                       devices=(device,), path=path)
+
+
+def _eager_path(config: TrainingConfig) -> str:
+    """What :attr:`TrainingResult.path` says of eager steps, and why they ran."""
+    if config.step_capture == "none":
+        return "eager (asked: step_capture = 'none')"
+    return "eager (auto: CUDA graphs need Keras on torch on a GPU)"
+
+
+def _captured_path(config: TrainingConfig, split: bool, ranks: int) -> str:
+    """What :attr:`TrainingResult.path` says of captured steps."""
+    how = "auto" if config.step_capture == AUTO else "asked"
+    if ranks == 1:
+        return f"CUDA graph ({how}): the whole step replayed (one rank: nothing to average)"
+    if split:
+        return (f"CUDA graphs ({how}): forward-backward and update replayed, gradients "
+                "averaged between them in one flat all-reduce")
+    return f"CUDA graph ({how}): the whole step, gradient all-reduce inside, replayed"
 
 
 _CAPTURE_WARMUP = 3
@@ -398,6 +426,10 @@ def _where_recording_failed(error: BaseException) -> str:
     return f"{frame.filename}:{frame.lineno} ({frame.line})"
 
 
+class RecordingFailed(AccelmlError):
+    """A step asked for something a CUDA graph cannot record (a host copy, a sync)."""
+
+
 class _Recording:
     """``work()`` run eagerly (on a side stream) for its first ``warmup`` calls, then recorded
     into a CUDA graph and from then on replayed; every call does the work once and returns
@@ -419,9 +451,8 @@ class _Recording:
                 with self.torch.cuda.graph(graph):
                     self.outputs = self.work()
             except RuntimeError as error:
-                raise AccelmlError(
-                    f"the training step could not be recorded into a CUDA graph "
-                    f"(step_capture = 'cuda-graph'; 'none' trains eagerly): "
+                raise RecordingFailed(
+                    f"the training step could not be recorded into a CUDA graph: "
                     f"{str(error).splitlines()[0]} at {_where_recording_failed(error)}") from None
             self.graph = graph
         self.graph.replay()
@@ -450,13 +481,27 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
 
         step = _Recording(torch, whole_step, warmup)
     else:
-        averaged = [torch.zeros_like(parameter) for parameter in parameters]
-        first = _Recording(torch, lambda: forward_backward(picked), warmup)
+        # the gradients leave the first graph as one flat buffer and come back averaged into
+        # another, so the library makes one all-reduce of one tensor per step, with no
+        # per-tensor negotiation or fusion-buffer copies (Horovod's grouped all-reduce of
+        # every variable's gradient cost ~1.5 ms per step on the workshop CNN)
+        flat, averaged_flat = (torch.zeros(sum(p.numel() for p in parameters),
+                                           dtype=parameters[0].dtype, device=device)
+                               for _ in range(2))
+        averaged = list(_views(averaged_flat, parameters))
+        outgoing = list(_views(flat, parameters))
+
+        def gradients_out() -> Any:
+            metrics, gradients = forward_backward(picked)
+            torch._foreach_copy_(outgoing, gradients)
+            return metrics
+
+        first = _Recording(torch, gradients_out, warmup)
         second = _Recording(torch, lambda: apply(averaged), warmup)
 
         def split_step() -> Any:
-            metrics, gradients = first()
-            torch._foreach_copy_(averaged, average(gradients))
+            metrics = first()
+            averaged_flat.copy_(average([flat])[0])
             second()
             return metrics
 
@@ -465,12 +510,14 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
     saved = [tensor.detach().clone() for tensor in state]
     constants: dict[tuple[object, ...], Any] = {}
     pinned: list[Any] = []
-    with _constants_kept_on_device(torch, constants, pinned):
-        for _ in range(warmup + 1):
-            step()
-    with torch.no_grad():
-        for tensor, value in zip(state, saved, strict=True):
-            tensor.copy_(value)
+    try:
+        with _constants_kept_on_device(torch, constants, pinned):
+            for _ in range(warmup + 1):
+                step()
+    finally:    # also where recording failed and training goes on eagerly
+        with torch.no_grad():
+            for tensor, value in zip(state, saved, strict=True):
+                tensor.copy_(value)
 
     def replayed(indices: Any, graph_inputs: tuple[Any, ...] = (constants, pinned)) -> Any:
         # graph_inputs: kept alive as long as the step, since the graphs read them
@@ -480,6 +527,14 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
         return step()
 
     return replayed
+
+
+def _views(flat: Any, like: list[Any]) -> Iterator[Any]:
+    """Views of consecutive pieces of the 1-D ``flat``, shaped as each tensor of ``like``."""
+    start = 0
+    for tensor in like:
+        yield flat[start:start + tensor.numel()].view(tensor.shape)
+        start += tensor.numel()
 
 
 def _summary_writer(output_dir: str) -> Any:
