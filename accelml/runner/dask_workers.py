@@ -59,7 +59,7 @@ from accelml.results.records import PhaseTiming
 from accelml.results.store import array_digest
 from accelml.runner.hooks import MeasureContext, Measurements
 from accelml.runner.measure import host_copy, repeat_until_stable
-from accelml.runner.rounds import SETUP_PHASE, clocked
+from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
 from accelml.runner.stacks import PRELOAD, STACKS_DIR_VARIABLE
 
@@ -297,7 +297,8 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
             if index >= 0:
                 state["digests"].append(array_digest(predictions))
             state["estimator"], state["predictions"] = estimator, predictions
-            return {"fit": t1 - t0, **split.phases(index, estimator, t1 - t0), "predict": t2 - t1}
+            split.observe(index, estimator, t1 - t0)
+            return {"fit": t1 - t0, "predict": t2 - t1}
 
         policy = case.repeats
         outcome = repeat_until_stable(
@@ -311,12 +312,12 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
         worker_peaks = tuple(int(peaks[address]) for address in addresses)
     timings = (PhaseTiming.from_samples("load", [load_seconds]),
                PhaseTiming.from_samples("place", [place_seconds]),
-               *(outcome.timings[phase] for phase in ("fit", SETUP_PHASE, "predict")
-                 if phase in outcome.timings))
+               outcome.timings["fit"], outcome.timings["predict"],
+               *split.timings(outcome.counted_rounds))
     return Measurements(
         timings=timings, repeats=outcome.rounds, warmup=outcome.warmup_rounds,
         scores=tuple(scores), arrays=(("predictions", predictions), *sorted(extra.items())),
         repeat_prediction_digests=tuple(state["digests"]), dataset_info=data.info, task=task,
         stopped_because=outcome.stopped_because, worker_peak_memory_bytes=worker_peaks,
-        workers_started_by=how, boosting=split.record(outcome.timings, outcome.counted_rounds),
+        workers_started_by=how, boosting=split.record(outcome.counted_rounds),
     )

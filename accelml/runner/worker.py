@@ -58,7 +58,7 @@ from accelml.runner.measure import (
     repeat_until_stable,
 )
 from accelml.runner.process import CaseDocument, CaseInput
-from accelml.runner.rounds import SETUP_PHASE, clocked
+from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
 from accelml.runner.stacks import STACKS_SIGNAL
 from accelml.scratch import kill_tree
@@ -169,8 +169,8 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
             t1 = time.perf_counter()
             predictions = np.asarray(host_copy(getattr(estimator, predict_name)(X_test)))
             t2 = time.perf_counter()
-            timings = {"fit": t1 - t0, **split.phases(index, estimator, t1 - t0),
-                       "predict": t2 - t1}
+            timings = {"fit": t1 - t0, "predict": t2 - t1}
+            split.observe(index, estimator, t1 - t0)
         state["digests"][index] = array_digest(predictions)
         state["estimator"], state["predictions"] = estimator, predictions
         return timings
@@ -189,8 +189,8 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     scores, extra = scores_for(task, estimator, X_train if fit_only else X_test,
                                y_eval, predictions)
     timings = [PhaseTiming.from_samples("load", [load_seconds]), *placed]
-    timings += [outcome.timings[phase] for phase in ("fit", SETUP_PHASE, "predict")
-                if phase in outcome.timings]
+    timings += [outcome.timings[phase] for phase in ("fit", "predict") if phase in outcome.timings]
+    timings += split.timings(outcome.counted_rounds)
     arrays = [("predictions", predictions)] + sorted(extra.items()) + sorted(
         (name, value) for name, value in derived.items() if isinstance(value, np.ndarray))
     return Measurements(
@@ -200,7 +200,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
         dataset_info=data.info, task=task,
         stopped_because=outcome.stopped_because, iterations=fitted_iterations(case, estimator),
         warmup_note=outcome.warmup_note,
-        boosting=split.record(outcome.timings, outcome.counted_rounds),
+        boosting=split.record(outcome.counted_rounds),
     )
 
 
