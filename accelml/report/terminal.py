@@ -104,7 +104,8 @@ def crossover_lines(crossover: Crossover) -> tuple[str, str, str]:
              f"{crossover.rounds} rounds; model: a round = "
              f"{plots.format_seconds(crossover.floor_seconds)} + "
              f"{plots.format_seconds(crossover.seconds_per_row * 1e6)} per million rows per {unit}, "
-             f"the same at 1 and {crossover.workers} {unit}s; set-up as measured")
+             f"the same at 1 and {crossover.workers} {unit}s; set-up "
+             + ("as measured" if len(crossover.rows) == 1 else "a line through the sizes"))
     return measured, verdict, basis
 
 
