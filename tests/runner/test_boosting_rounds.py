@@ -5,8 +5,10 @@ and crossover in the terminal report, the JSON export and the HTML page."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import importlib
+import io
 import re
 import statistics
 from pathlib import Path
@@ -15,14 +17,13 @@ import numpy as np
 import pytest
 import xgboost
 
-from accelml.compare import run_experiment
+from accelml.cli import main
 from accelml.estimators._xgboost_rounds import SECONDS_ATTRIBUTE, RoundTimer, read
-from accelml.executors.config import load_cluster_settings
 from accelml.report import load_report
 from accelml.report.html import render_html
+from accelml.report.terminal import crossover_text
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
-from accelml.spec.load import load_spec_text
 
 SHIPPED = Path(__file__).resolve().parents[2] / "experiments" / "xgboost_scaling.toml"
 ROUNDS = 12
@@ -36,16 +37,23 @@ def shrunk_spec() -> str:
 
 @pytest.fixture(scope="module")
 def scaling_run(tmp_path_factory):
+    """The shrunk spec through ``python -m accelml compare`` (its GPU cases skipped as
+    unavailable here): the results directory, the run id, its results and what compare printed."""
     where = tmp_path_factory.mktemp("boosting")
+    spec = where / "xgboost_scaling.toml"
+    spec.write_text(shrunk_spec())
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["compare", str(spec), "--results-dir", str(where / "results"), "--cache-dir",
+                     str(where / "cache"), "--no-progress", "--only-available"])
+    assert code == 0, printed.getvalue()
     store = ResultsStore(where / "results")
-    settings = load_cluster_settings(spec_table={"kind": "local", "jobs": 1})
-    record = run_experiment(load_spec_text(shrunk_spec(), "xgboost_scaling.toml"), store,
-                            settings=settings, cache_dir=str(where / "cache"))
-    return where / "results", record.run_id, store.case_results(record.run_id)
+    run = store.latest_run()
+    return where / "results", run.run_id, store.case_results(run.run_id), printed.getvalue()
 
 
 def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_run):
-    _, _, results = scaling_run
+    _, _, results, _ = scaling_run
     cpu = {r.workers: r for r in results if r.device == "cpu"}
     assert all(not r.ok and r.failure.value == "unavailable" for r in results if r.device == "cuda")
     for result in cpu.values():
@@ -65,11 +73,12 @@ def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_ru
 
 
 def test_the_report_gives_per_round_costs_and_the_crossover(scaling_run):
-    directory, run_id, results = scaling_run
+    directory, run_id, results, printed = scaling_run
     cpu = {r.workers: r for r in results if r.device == "cpu"}
     report = load_report(run_id, directory)
     text = report.text()
     assert "boosting on several workers: set-up and per-round cost" in text
+    assert crossover_text(report.crossovers()) in text and crossover_text(report.crossovers()) in printed
     (measured,) = [line for line in text.splitlines() if "per round 1 CPU worker" in line]
     assert "2 CPU workers" in measured and "at 2.25k rows" in measured
     assert re.search(r"2 CPU workers (pay from ~[\d.]+k? rows|pay at every size|pay only below"
