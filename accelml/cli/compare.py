@@ -53,7 +53,9 @@ from accelml.executors.arguments import (
     progress_for,
     settings_from_args,
 )
+from accelml.report.crossover import crossovers
 from accelml.report.table import fit_table, json_clean, legend, row_styles, to_json
+from accelml.report.terminal import crossover_text
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
 from accelml.runner.environment import other_runs
@@ -195,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         document = to_json(comparison.run, list(comparison.results), rows)
         document["agreement_matrix"] = json_clean(matrix.to_dict())
+        document["crossovers"] = json_clean([found.to_dict() for found in crossovers(comparison.results)])
         print(json.dumps(document, indent=1, default=str))
     else:
         out = stdout_console()
@@ -204,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
         out.print(legend(rows, width), markup=False)
         out.print()
         out.print(matrix.format(width), markup=False)
+        notes = crossover_text(crossovers(comparison.results))
+        if notes:
+            out.print()
+            out.print(notes, markup=False)
     failed, skipped = split_unavailable(comparison.results, only_available=args.only_available)
     if skipped:
         err.print(f"accelml compare: {len(skipped)} case(s) skipped, unavailable on this machine "

@@ -67,6 +67,7 @@ from ._registry import (
     Implementation,
     InvalidChoiceError,
     Rename,
+    RoundClock,
     Same,
     TranslationRow,
     Unsupported,
@@ -84,7 +85,7 @@ from .sklearn import reference_centroids
 __all__ = [
     "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
     "EveryCase", "ExecutionPath", "FromData", "Implementation", "InvalidChoiceError", "Objective",
-    "Param", "Rename", "Same", "TranslationRow", "Unsupported", "algorithms", "backend_availability",
+    "Param", "Rename", "RoundClock", "Same", "TranslationRow", "Unsupported", "algorithms", "backend_availability",
     "check_params", "device_sync",
     "get_algorithm", "get_backend", "parameter_table", "reference_centroids", "same",
     "task_of",

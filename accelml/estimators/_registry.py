@@ -242,6 +242,22 @@ def _import_class(target: str) -> type[Any]:
 
 
 @dataclass(frozen=True)
+class RoundClock:
+    """How a backend that trains in rounds (boosting) times its rounds apart from its set-up.
+
+    ``library_params()``: the library keyword arguments that install the clock (XGBoost: a
+    training callback); ``read(fitted)``: from the fitted library estimator, the rounds it
+    trained and the seconds they took, timed inside the training (on a worker, for a fit on
+    several workers), or None when the fit carries no clock reading. The runner installs the
+    clock, reads it after each timed fit and records the rest of the fit as its ``setup``
+    phase (:class:`accelml.results.records.BoostingRounds`).
+    """
+
+    library_params: Callable[[], Mapping[str, object]]
+    read: Callable[[object], tuple[int, float] | None]
+
+
+@dataclass(frozen=True)
 class EveryCase:
     """A ``Backend.repeat_expectation`` that gives one answer for every case of the backend.
 
@@ -290,6 +306,8 @@ class Backend:
     memory, a function that copies a host array there and returns once the copy is done; the
     runner calls it before the clock of ``fit`` starts and times it as the ``place`` phase
     (as deep learning keeps its images on the GPUs). None (the default): host arrays.
+    ``round_clock``: for a backend that trains in rounds, how its fits time the rounds apart
+    from their set-up (:class:`RoundClock`); None: a fit is one phase.
     """
 
     name: str
@@ -310,6 +328,7 @@ class Backend:
     missing: Mapping[str, str] = field(default_factory=dict)
     main_phase: str = ""
     to_device: Callable[[str], Callable[[np.ndarray], object] | None] = lambda device: None
+    round_clock: RoundClock | None = None
 
     def __post_init__(self) -> None:
         where = f"Backend {self.name!r}"

@@ -27,6 +27,11 @@ results differ from one worker's: each worker sketches the quantiles of its own 
 sketches are merged, so the bin edges move, and the histograms are summed across workers in
 another order.
 
+Set-up and rounds: the runner gives each timed fit a round clock (:data:`ROUND_CLOCK`, a
+training callback timing the rounds where they run, on the workers for xgboost.dask) and
+records the rest of each fit as its ``setup`` phase (DMatrix/QuantileDMatrix, tracker, communicator) and
+the seconds per round apart (:class:`accelml.results.records.BoostingRounds`).
+
 Repeats: with a seed and a fixed ``nthread`` the CPU histogram repeats bitwise, and so does
 the CUDA one on one GPU model (its sums are pre-rounded). CPU and CUDA differ from each
 other by design.
@@ -48,7 +53,7 @@ from accelml.cases import CaseLike, Expectation
 from accelml.probe import Availability, ImportProbe, list_gpus
 
 from ._algorithms import NO_LIMIT
-from ._registry import Backend, Convert, Implementation, Rename, Rule, Same, Unsupported
+from ._registry import Backend, Convert, Implementation, Rename, RoundClock, Rule, Same, Unsupported
 
 
 def probe(device: str) -> Availability:
@@ -98,6 +103,23 @@ def to_gpu(array: np.ndarray) -> object:
     placed = cupy.asarray(array)
     cupy.cuda.get_current_stream().synchronize()
     return placed
+
+
+def _round_clock_params() -> Mapping[str, object]:
+    """A fresh :class:`~accelml.estimators._xgboost_rounds.RoundTimer` as XGBoost's ``callbacks``
+    (the module imports xgboost, so it is imported here, when a fit asks for it)."""
+    clock = importlib.import_module("accelml.estimators._xgboost_rounds")
+    return {"callbacks": [clock.RoundTimer()]}
+
+
+def _read_round_clock(fitted: object) -> tuple[int, float] | None:
+    clock = importlib.import_module("accelml.estimators._xgboost_rounds")
+    reading: tuple[int, float] | None = clock.read(fitted)
+    return reading
+
+
+ROUND_CLOCK = RoundClock(_round_clock_params, _read_round_clock)
+"""XGBoost's rounds timed inside the training, apart from the fit's set-up."""
 
 
 def _leaves(value: object) -> Mapping[str, object]:
@@ -169,6 +191,7 @@ BACKEND = Backend(
     },
     device_kwargs=lambda device: {"device": device},
     to_device=to_device,
+    round_clock=ROUND_CLOCK,
     implementations=MappingProxyType({
         "gradient_boosting_classifier": Implementation(
             "xgboost:XGBClassifier", _GRADIENT_BOOSTING, _FIXED, encodes_labels=True,

@@ -29,6 +29,7 @@ from accelml.report.report_model import RunReport
 from accelml.report.repro import AgreementMatrix, CaseRef
 from accelml.report.speed import PHASES
 from accelml.report.table import Row, TimingCell, phase_speedup_text, ranks_text
+from accelml.report.terminal import crossover_lines
 
 if TYPE_CHECKING:
     import jinja2
@@ -296,6 +297,8 @@ def render_html(report: RunReport) -> str:
         speedups=_speedup_cards(report),
         scaling_cards=_scaling_cards(report), table=_table(report), figures=figures,
         scaling_tables=_scaling_tables(report),
+        crossovers=[dict(zip(("measured", "verdict", "basis"), crossover_lines(crossover), strict=True))
+                    for crossover in report.crossovers()],
         agreement=None if matrix is None else _agreement_table(report, matrix),
         agreement_error=section.error,
         skipped=[] if matrix is None else list(matrix.skipped),

@@ -13,6 +13,7 @@ from typing import Any
 
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
+from accelml.report.crossover import Crossover, crossovers
 from accelml.report.environment import environment_fields
 from accelml.report.export import COLUMNS, table_records, write_csv
 from accelml.report.figures import (
@@ -28,7 +29,7 @@ from accelml.report.labels import case_label
 from accelml.report.repro import AgreementMatrix, agreement_matrix
 from accelml.report.speed import GeometricMeanSpeedup
 from accelml.report.table import Row, json_clean, render_text
-from accelml.report.terminal import against_text, scaling_text, speedup_text
+from accelml.report.terminal import against_text, crossover_text, scaling_text, speedup_text
 from accelml.results.records import CaseResult, Environment, RunRecord
 from accelml.results.store import ResultsStore
 
@@ -80,6 +81,10 @@ class RunReport:
 
     # -- exports ---------------------------------------------------------------------------
 
+    def crossovers(self) -> tuple[Crossover, ...]:
+        """From how many rows N workers pay, per boosting scaling group (estimated)."""
+        return crossovers(self.results)
+
     def records(self) -> list[dict[str, Any]]:
         """The table as flat records (the CSV / JSON export)."""
         return table_records(self.rows)
@@ -97,6 +102,7 @@ class RunReport:
                         "failure": r.failure.value, "reason": r.reason} for r in self.failed],
             "missing": list(self.missing),
             "against": None if self.against is None else self.against.to_dict(),
+            "crossovers": [crossover.to_dict() for crossover in self.crossovers()],
         })
         return cleaned
 
@@ -175,6 +181,7 @@ class RunReport:
         if self.speedups or not scaling:
             parts.append(speedup_text(self.reference, self.speedups))
         parts.append(scaling)
+        parts.append(crossover_text(self.crossovers()))
         if self.failed:
             lines = [f"{len(self.failed)} of {len(self.results)} case(s) FAILED:"]
             lines += [f"  {r.case_id} {case_label(r)}: {r.failure.value}: {r.reason}"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
+from accelml.report.crossover import Crossover
 from accelml.report.speed import PHASES, GeometricMeanSpeedup
 from accelml.results.records import RunRecord
 
@@ -45,6 +46,79 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
     if not lines:
         return ""
     return "\n".join(["data-parallel scaling (epoch time over the 1-worker case):", *lines])
+
+
+def _workers(count: int, device: str) -> str:
+    unit = "CPU worker" if device == "cpu" else "GPU"
+    return f"{count} {unit}{'s' if count != 1 else ''}"
+
+
+def format_rows(rows: float) -> str:
+    """A row count as people say it.
+
+    >>> format_rows(40_000_000), format_rows(2_750), format_rows(12)
+    ('40M', '2.75k', '12')
+    """
+    if rows >= 1e6:
+        return f"{rows / 1e6:.3g}M"
+    if rows >= 1e3:
+        return f"{rows / 1e3:.3g}k"
+    return f"{rows:.0f}"
+
+
+def crossover_lines(crossover: Crossover) -> tuple[str, str, str]:
+    """What was measured, whether and from where N workers pay, and the estimate's basis.
+
+    >>> from accelml.report.crossover import solve
+    >>> from accelml.results.records import BoostingRounds
+    >>> found = solve(40_000_000, 4, BoostingRounds(500, 1.0, 0.053), BoostingRounds(500, 1.8, 0.02))
+    >>> measured, verdict, basis = crossover_lines(found)
+    >>> verdict
+    '4 GPUs pay from ~1.94M rows'
+    >>> for part in basis.split("; "):
+    ...     print(part)
+    estimated from 1 and 4 GPUs at 40M rows, 500 rounds
+    model: a round = 9 ms + 1.1 ms per million rows per GPU, the same at 1 and 4 GPUs
+    set-up as measured
+    """
+    one, many = _workers(1, crossover.device), _workers(crossover.workers, crossover.device)
+    group = " · ".join(part for part in (crossover.algorithm, crossover.backend, crossover.device)
+                       if part)
+    measured = (f"{group + ': ' if group else ''}per round {one} "
+                f"{plots.format_seconds(crossover.per_round_one)}, {many} "
+                f"{plots.format_seconds(crossover.per_round_many)} at "
+                f"{format_rows(crossover.measured_rows)} rows; set-up "
+                f"{plots.format_seconds(crossover.setup_one)} / "
+                f"{plots.format_seconds(crossover.setup_many)}")
+    if crossover.pays_from_rows == 0:
+        verdict = f"{many} pay at every size"
+    elif crossover.pays_from_rows is not None:
+        verdict = f"{many} pay from ~{format_rows(crossover.pays_from_rows)} rows"
+    elif crossover.pays_below_rows is not None:
+        verdict = f"{many} pay only below ~{format_rows(crossover.pays_below_rows)} rows"
+    else:
+        verdict = f"{many} do not pay at any size under this model"
+    unit = "GPU" if crossover.device != "cpu" else "worker"
+    sizes = ", ".join(format_rows(rows) for rows in crossover.rows)
+    basis = (f"estimated from 1 and {crossover.workers} {unit}s at {sizes} rows, "
+             f"{crossover.rounds} rounds; model: a round = "
+             f"{plots.format_seconds(crossover.floor_seconds)} + "
+             f"{plots.format_seconds(crossover.seconds_per_row * 1e6)} per million rows per {unit}, "
+             f"the same at 1 and {crossover.workers} {unit}s; set-up "
+             + ("as measured" if len(crossover.rows) == 1 else "a line through the sizes"))
+    return measured, verdict, basis
+
+
+def crossover_text(crossovers: Sequence[Crossover]) -> str:
+    """Each boosting scaling group's per-round costs and crossover (empty if none)."""
+    if not crossovers:
+        return ""
+    lines = ["boosting on several workers: set-up and per-round cost (per round = (fit - setup) "
+             "/ rounds), and from how many rows they pay (estimated):"]
+    for crossover in crossovers:
+        measured, verdict, basis = crossover_lines(crossover)
+        lines += [f"  {measured}", f"    {verdict} ({basis})"]
+    return "\n".join(lines)
 
 
 def against_text(run: RunRecord, against: RunComparison) -> str:

@@ -31,7 +31,9 @@ The types
     (``Environment``, whose ``env_hash`` names it); ``dataset_info`` (``DatasetInfo``:
     digest, shape, dtype, memory layout); ``dl`` (``DLMeasurements`` for Keras cases:
     per-epoch times, loss and accuracy, images/s, per-rank weight digests, global batch
-    = per-worker batch x workers).
+    = per-worker batch x workers); ``boosting`` (``BoostingRounds`` for boosting fits whose
+    backend times its rounds apart from its set-up: the rounds trained and the median
+    set-up and per-round seconds).
 ``PhaseTiming``
     ``samples`` (seconds of every counted repeat, warm-up excluded), ``warmup_samples``,
     and what is derived from them: ``median``, ``q1``/``q3`` (the spread shown),
@@ -69,11 +71,13 @@ from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from
 SCHEMA_VERSION = 1
 
 
-PHASES = ("startup", "load", "place", "fit", "predict", "epoch")
+PHASES = ("startup", "load", "place", "fit", "setup", "predict", "epoch")
 """Phases a case may time. ``startup``: process start until the runner is ready (one sample);
 ``load``: dataset load or cache read (one sample); ``place``: sending the data's row blocks to
 the workers of a case trained on several workers (one sample); ``fit`` / ``predict``: one sample per counted
-repeat; ``epoch``: one sample per counted epoch (the first epoch is warm-up)."""
+repeat; ``setup``: the part of each ``fit`` before and after its boosting rounds (building the
+DMatrix, starting the tracker and communicator of xgboost.dask; see ``BoostingRounds``);
+``epoch``: one sample per counted epoch (the first epoch is warm-up)."""
 
 
 TIMER_NOISE_FLOOR_S = 0.001
@@ -402,6 +406,29 @@ class DLMeasurements(JSONRecord):
 
 
 @dataclass(frozen=True)
+class BoostingRounds(JSONRecord):
+    """A boosting fit split into its set-up and its rounds, over the counted repeats.
+
+    ``rounds``: the rounds the fitted booster holds (early stopping can end it before
+    ``n_estimators``); ``setup_seconds``: the median of the ``setup`` phase, each fit's time
+    outside its rounds (building the DMatrix or QuantileDMatrix, on several workers also the
+    tracker, the communicator and the dask scheduling); ``per_round_seconds``: the median of
+    (fit - setup) / rounds.
+
+    >>> BoostingRounds(200, 1.5, 0.02).total_seconds(100)
+    3.5
+    """
+
+    rounds: int
+    setup_seconds: float
+    per_round_seconds: float
+
+    def total_seconds(self, rounds: int) -> float:
+        """The fit time this split predicts for ``rounds`` rounds."""
+        return self.setup_seconds + rounds * self.per_round_seconds
+
+
+@dataclass(frozen=True)
 class CaseResult(JSONRecord):
     """Everything one case measured (or why it failed). Keyed by ``(run_id, case_id)``."""
 
@@ -437,6 +464,7 @@ class CaseResult(JSONRecord):
     environment: Environment | None = None
     dataset_info: DatasetInfo | None = None
     dl: DLMeasurements | None = None
+    boosting: BoostingRounds | None = None        # set-up vs rounds of a boosting fit
     started_at: str = ""                          # ISO 8601, UTC
     finished_at: str = ""
     wall_seconds: float | None = None             # client-side, process start to result

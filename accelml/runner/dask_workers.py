@@ -59,6 +59,7 @@ from accelml.results.records import PhaseTiming
 from accelml.results.store import array_digest
 from accelml.runner.hooks import MeasureContext, Measurements
 from accelml.runner.measure import host_copy, repeat_until_stable
+from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
 from accelml.runner.stacks import PRELOAD, STACKS_DIR_VARIABLE
 
@@ -265,6 +266,7 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
     template = Estimator(case.algorithm, backend=case.backend, device=case.device,
                          library_params=dict(case.library_params) or None, **params)
     template.check_available()
+    template, split = clocked(case, template)
     started = time.perf_counter()
     data = load_dataset(case.dataset.name, case.dataset.source, dict(case.dataset.options),
                         cache_dir=context.cache_dir)
@@ -295,6 +297,7 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
             if index >= 0:
                 state["digests"].append(array_digest(predictions))
             state["estimator"], state["predictions"] = estimator, predictions
+            split.observe(index, estimator, t1 - t0)
             return {"fit": t1 - t0, "predict": t2 - t1}
 
         policy = case.repeats
@@ -309,11 +312,12 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
         worker_peaks = tuple(int(peaks[address]) for address in addresses)
     timings = (PhaseTiming.from_samples("load", [load_seconds]),
                PhaseTiming.from_samples("place", [place_seconds]),
-               outcome.timings["fit"], outcome.timings["predict"])
+               outcome.timings["fit"], outcome.timings["predict"],
+               *split.timings(outcome.counted_rounds))
     return Measurements(
         timings=timings, repeats=outcome.rounds, warmup=outcome.warmup_rounds,
         scores=tuple(scores), arrays=(("predictions", predictions), *sorted(extra.items())),
         repeat_prediction_digests=tuple(state["digests"]), dataset_info=data.info, task=task,
         stopped_because=outcome.stopped_because, worker_peak_memory_bytes=worker_peaks,
-        workers_started_by=how,
+        workers_started_by=how, boosting=split.record(outcome.counted_rounds),
     )

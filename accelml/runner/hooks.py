@@ -36,6 +36,7 @@ from accelml.dl import launch
 from accelml.dl.config import TrainingConfig, TrainingResult, training_config_dict
 from accelml.estimators import get_backend
 from accelml.results.records import (
+    BoostingRounds,
     DatasetInfo,
     DLMeasurements,
     EpochRecord,
@@ -72,6 +73,7 @@ class Measurements:
     warmup_note: str = ""           # why a phase's first run counted (it already took seconds)
     worker_peak_memory_bytes: tuple[int, ...] = ()   # each worker process's, on several workers
     workers_started_by: str = ""                     # local-processes | srun | mpirun
+    boosting: BoostingRounds | None = None           # set-up vs rounds (accelml.runner.rounds)
 
 
 def measurer_for(backend: str) -> Callable[[Case, MeasureContext], Measurements] | None:

@@ -58,6 +58,7 @@ from accelml.runner.measure import (
     repeat_until_stable,
 )
 from accelml.runner.process import CaseDocument, CaseInput
+from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
 from accelml.runner.stacks import STACKS_SIGNAL
 from accelml.scratch import kill_tree
@@ -147,6 +148,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     # before the timed fits, and kept with the result.
     derived = template.params_from_data(data.X_train)
     template.set_params(**derived)
+    template, split = clocked(case, template)
     fit_only = not any(hasattr(template, m) for m in ("predict", "transform"))
     predict_name = PREDICT_METHOD.get(task, "predict")
     y_train = data.y_train if task in ("classification", "regression") else None
@@ -168,6 +170,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
             predictions = np.asarray(host_copy(getattr(estimator, predict_name)(X_test)))
             t2 = time.perf_counter()
             timings = {"fit": t1 - t0, "predict": t2 - t1}
+            split.observe(index, estimator, t1 - t0)
         state["digests"][index] = array_digest(predictions)
         state["estimator"], state["predictions"] = estimator, predictions
         return timings
@@ -187,6 +190,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
                                y_eval, predictions)
     timings = [PhaseTiming.from_samples("load", [load_seconds]), *placed]
     timings += [outcome.timings[phase] for phase in ("fit", "predict") if phase in outcome.timings]
+    timings += split.timings(outcome.counted_rounds)
     arrays = [("predictions", predictions)] + sorted(extra.items()) + sorted(
         (name, value) for name, value in derived.items() if isinstance(value, np.ndarray))
     return Measurements(
@@ -196,6 +200,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
         dataset_info=data.info, task=task,
         stopped_because=outcome.stopped_because, iterations=fitted_iterations(case, estimator),
         warmup_note=outcome.warmup_note,
+        boosting=split.record(outcome.counted_rounds),
     )
 
 
@@ -284,7 +289,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             threads=threads, thread_pools=pools, environment=fingerprint(threads),
             worker_peak_memory_bytes=measured.worker_peak_memory_bytes,
             workers_started_by=measured.workers_started_by,
-            dataset_info=measured.dataset_info, dl=measured.dl, finished_at=utc_now(),
+            dataset_info=measured.dataset_info, dl=measured.dl, boosting=measured.boosting,
+            finished_at=utc_now(),
             stopped_because=measured.stopped_because, iterations=measured.iterations,
             warmup_note=measured.warmup_note,
         )

@@ -30,6 +30,19 @@ def test_dtype_and_layout_are_applied_and_recorded(tmp_path):
     assert (data.info.dtype, data.info.layout, data.info.task) == ("float32", "F", "regression")
 
 
+def test_the_cache_keeps_the_dtype_asked_for_and_reads_back_the_same_data(tmp_path):
+    options = {"generator": "classification", "n_samples": 300, "n_features": 5, "dtype": "float32"}
+    made = load_dataset("f", "generated", options, cache_dir=tmp_path)
+    (entry,) = tmp_path.glob("*.npz")
+    with np.load(entry) as cached:
+        assert cached["X_train"].dtype == cached["X_test"].dtype == np.float32
+    again = load_dataset("f", "generated", options, cache_dir=tmp_path)
+    assert again.from_cache and again.info == made.info
+    as_float64 = load_dataset("f", "generated", {**options, "dtype": "float64"}, cache_dir=tmp_path)
+    assert not as_float64.from_cache and as_float64.X_train.dtype == np.float64
+    assert np.array_equal(as_float64.X_train.astype(np.float32), made.X_train)
+
+
 @pytest.mark.parametrize("name, task, classes", [("digits", "classification", 10),
                                                  ("breast_cancer", "classification", 2),
                                                  ("wine", "classification", 3),
