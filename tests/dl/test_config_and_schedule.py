@@ -77,18 +77,19 @@ def test_keras_schedule_equals_formula_at_every_step():
      "keras_backend must be one of torch for strategy 'torch-ddp'"),
     ({"strategy": "horovod", "keras_backend": "jax"},
      "keras_backend must be one of tensorflow, torch for strategy 'horovod'"),
-    ({"step_capture": "always"}, "step_capture must be one of none, cuda-graph"),
+    ({"step_capture": "always"}, "step_capture must be one of auto, none, cuda-graph"),
+    ({"steps_per_execution": 0}, "steps_per_execution must be an integer >= 1"),
     ({"batchnorm_momentum": 1.0}, "batchnorm_momentum must be a number in"),
     ({"strategy": "torch-ddp", "step_capture": "cuda-graph"}, "needs device 'cuda'"),
     ({"strategy": "horovod", "device": "gpu", "step_capture": "cuda-graph"},
      "and keras_backend 'torch'"),
     ({"strategy": "jax-pmean", "gradient_reduction": "ring"},
-     "gradient_reduction must be allreduce or buckets or reduce-scatter for strategy "
+     "gradient_reduction must be auto or allreduce or buckets or reduce-scatter for strategy "
      "'jax-pmean', not 'ring'"),
     ({"strategy": "jax-dataparallel", "gradient_reduce_dtype": "bfloat16"},
-     "gradient_reduce_dtype must be float32 for strategy 'jax-dataparallel'"),
+     "gradient_reduce_dtype must be auto or float32 for strategy 'jax-dataparallel'"),
     ({"strategy": "jax-pmean", "gradient_reduce_dtype": "float16"},
-     "gradient_reduce_dtype must be float32 or bfloat16 for strategy 'jax-pmean'"),
+     "gradient_reduce_dtype must be auto or float32 or bfloat16 for strategy 'jax-pmean'"),
     ({"strategy": "jax-pmean", "gradient_bucket_mb": 0}, "gradient_bucket_mb must be > 0"),
 ])
 def test_bad_configs_are_spec_errors(changes, message):

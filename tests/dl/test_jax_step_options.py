@@ -36,3 +36,26 @@ def test_gradient_reductions_keep_devices_identical_and_match_the_all_reduce():
     unreduced = out["none/float32"]
     assert not unreduced["devices_agree"]
     assert unreduced["max_difference"] > 0.1 * unreduced["max_update"]
+
+
+def test_several_steps_per_dispatch_train_the_same_steps():
+    """``steps_per_execution`` runs K steps in one dispatch (a loop on the devices, the last
+    dispatch shorter where K does not divide the epoch): the same batches, so the same losses
+    to float rounding, every device identical; the path says what ran."""
+    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name("jax_steps_per_dispatch.py")),
+                           "1", "4"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    one, four = out["1"], out["4"]
+    assert one["steps"] == four["steps"] and four["steps"] % 4 != 0     # a shorter last dispatch
+    assert one["path"].startswith("1 step per dispatch (asked)")
+    assert four["path"].startswith("4 steps per dispatch (asked)")
+    assert one["ranks_agree"] and four["ranks_agree"]
+    assert one["images"] == four["images"]
+    for a, b in zip(one["losses"], four["losses"], strict=True):
+        assert abs(a - b) <= 1e-4 * max(1.0, abs(a)), (one["losses"], four["losses"])
+    assert one["losses"][-1] < one["losses"][0]
