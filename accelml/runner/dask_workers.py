@@ -278,6 +278,8 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
     with dask_cluster(case.workers, threads, case.device, how, context.workdir) as client:
         addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
         client.run(importlib.import_module, library)   # imported before any clock starts
+        if split.clock is not None:
+            client.run(split.clock.library_params)       # and the round clock's module
         to_device = get_backend(case.backend).to_device(case.device)
         started = time.perf_counter()
         X_train = place(client, data.X_train, addresses, to_device)
