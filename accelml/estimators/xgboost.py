@@ -41,6 +41,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -98,6 +99,13 @@ def to_gpu(array: np.ndarray) -> object:
     placed = cupy.asarray(array)
     cupy.cuda.get_current_stream().synchronize()
     return placed
+
+
+def boosted_rounds(model: Any) -> int:
+    """The boosting rounds a fitted XGBoost model ran: ``n_estimators``, or fewer where early
+    stopping ended the fit (scikit-learn's gradient boosting reports its own as ``n_iter_``)."""
+    rounds: int = model.get_booster().num_boosted_rounds()
+    return rounds
 
 
 def _leaves(value: object) -> Mapping[str, object]:
@@ -172,10 +180,10 @@ BACKEND = Backend(
     implementations=MappingProxyType({
         "gradient_boosting_classifier": Implementation(
             "xgboost:XGBClassifier", _GRADIENT_BOOSTING, _FIXED, encodes_labels=True,
-            on_workers="xgboost.dask:DaskXGBClassifier"),
+            on_workers="xgboost.dask:DaskXGBClassifier", iterations=boosted_rounds),
         "gradient_boosting_regressor": Implementation(
             "xgboost:XGBRegressor", _GRADIENT_BOOSTING, _FIXED,
-            on_workers="xgboost.dask:DaskXGBRegressor"),
+            on_workers="xgboost.dask:DaskXGBRegressor", iterations=boosted_rounds),
     }),
     missing=MappingProxyType({}),
 )

@@ -95,5 +95,5 @@ def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
     first.communicate(timeout=120)
     _, err = overlapping.communicate(timeout=120)
     assert "warning: another accelml run is active on this machine" in err
-    assert "timings of both share its cores" in err
+    assert "timings of both runs share its cores" in err
     assert gone(faults.tag) == []
