@@ -228,5 +228,8 @@ def run(args: argparse.Namespace) -> int:
         for result in failed:
             err.print(f"  {result.case_id} {case_label(result)}: {result.failure.value}: "
                       f"{result.reason}", markup=False)
+        if any(result.skipped for result in failed):
+            err.print("accelml compare: cases unavailable here were skipped; they count as "
+                      "failures unless --only-available", markup=False)
         return 1
     return 0
