@@ -1,5 +1,5 @@
 import sys
 
-from accelml.cli import main
+from accelml.cli import command_line
 
-sys.exit(main())
+sys.exit(command_line())

@@ -54,6 +54,27 @@ class CaseLike(Protocol):
     def params(self) -> tuple[tuple[str, JSONScalar], ...]: ...
 
 
+def case_text(case: CaseLike, dataset: str,
+              params: tuple[tuple[str, JSONScalar], ...] | None = None,
+              hidden_strategy: str | None = None) -> str:
+    """A case as one line, everything that tells it apart from the others of a spec:
+    ``algorithm/backend/device[ xRANKS][ [strategy]] on dataset (params)`` (``params``: the
+    case's own by default; ``hidden_strategy``: a strategy name left out, the default one).
+    The dry run, the progress lines and the reports all name cases so.
+
+    >>> case = Case("fashion_mnist_cnn", "keras", "cpu", DatasetSpec("digits", "shipped"),
+    ...             workers=2, strategy="horovod", params=(("epochs", 4),))
+    >>> case_text(case, "digits")
+    'fashion_mnist_cnn/keras/cpu x2 [horovod] on digits (epochs=4)'
+    """
+    shown = case.params if params is None else params
+    extra = ", ".join(f"{key}={value}" for key, value in shown)
+    workers = f" x{case.workers}" if case.workers != 1 else ""
+    strategy = f" [{case.strategy}]" if case.strategy and case.strategy != hidden_strategy else ""
+    return (f"{case.algorithm}/{case.backend}/{case.device}{workers}{strategy} on {dataset}"
+            + (f" ({extra})" if extra else ""))
+
+
 @dataclass(frozen=True)
 class Expectation(JSONRecord):
     """Whether two results should be bitwise identical, and the reason either way."""
@@ -172,10 +193,8 @@ class Case(JSONRecord):
 
     @property
     def label(self) -> str:
-        extra = ", ".join(f"{k}={v}" for k, v in self.params + self.library_params)
-        workers = f" x{self.workers}" if self.workers != 1 else ""
-        return (f"{self.algorithm}/{self.backend}/{self.device}{workers} on {self.dataset.name}"
-                + (f" ({extra})" if extra else ""))
+        """What tells this case apart from every other (:func:`case_text`)."""
+        return case_text(self, self.dataset.name, self.params + self.library_params)
 
     def json_extras(self) -> dict[str, JSONValue]:
         """Written beside the fields (:mod:`accelml.convert`): the ``case_id``, checked when read."""

@@ -30,9 +30,11 @@ import hashlib
 import hmac
 import math
 import secrets
+import shutil
 import sys
 import tempfile
 import types
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -221,6 +223,7 @@ def run_experiment(
     deterministic: bool = False,
     retry_failed: bool = False,
     allow_pickle: bool = False,
+    only_available: bool = False,
 ) -> RunRecord:
     """Run every case of ``experiment`` (or, with ``resume``, the ones a run still lacks).
 
@@ -239,12 +242,14 @@ def run_experiment(
     old one and counts the attempts of both. Every result records its attempts: the
     executor's re-runs after lost workers included. ``allow_pickle`` lets the case processes
     read pickled data (CIFAR batches) outside Keras's own cache
-    (:data:`accelml.datasets.loaders.PICKLE_OPT_IN`).
+    (:data:`accelml.datasets.loaders.PICKLE_OPT_IN`). ``only_available``
+    (``--only-available``): a case beyond what this machine or cluster can give (more
+    ranks than cores) is recorded as unavailable, not run, instead of refusing the run.
     """
     previous = store.get_run(resume) if resume is not None else None
     plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
     experiment = plan.experiment
-    ensure_scale(experiment.cases, settings)
+    beyond = ensure_scale(experiment.cases, settings, only_available=only_available)
     case_ids = tuple(case.case_id for case in experiment.cases)
     attempts_before: dict[str, int] = {}
     if previous is not None:
@@ -279,6 +284,17 @@ def run_experiment(
         store.set_run_status(run.run_id, RunRecord.FINISHED)
         return store.get_run(run.run_id)
     settings = settings or ClusterSettings()
+    finished = 0
+    total = len(pending)
+    for case in [case for case in pending if case.case_id in beyond]:
+        # never started: recorded as a GPU shortfall is (skipped with --only-available)
+        result = CaseResult.failed(case, run.run_id, FailureKind.UNAVAILABLE,
+                                   beyond[case.case_id])
+        store.add_case_result(result, {}, replace_failed=retry_failed)
+        finished += 1
+        if on_result is not None:
+            on_result(result, finished, total)
+    pending = [case for case in pending if case.case_id not in beyond]
     jobs = settings.jobs or 1
     in_jobs = submits_jobs(settings)
     environment = {**plan.environment, **({PICKLE_OPT_IN: "1"} if allow_pickle else {})}
@@ -293,7 +309,6 @@ def run_experiment(
                               threads=threads, environment=environment or None,
                               deterministic=plan.deterministic,
                               attempt=attempts_before.get(case.case_id, 0) + 1))
-    finished = 0
     try:
         with make_executor(settings, progress=progress) as executor:
             try:
@@ -308,7 +323,7 @@ def run_experiment(
                     store.add_case_result(result, arrays, replace_failed=retry_failed)
                     finished += 1
                     if on_result is not None:
-                        on_result(result, finished, len(tasks))
+                        on_result(result, finished, total)
             except BaseException:
                 # cases running on this machine (and their launchers and ranks) end with the run
                 end_running_cases()
@@ -362,6 +377,22 @@ class Comparison:
     store: ResultsStore
     run: RunRecord
     results: tuple[CaseResult, ...] = field(default=())
+    removal: Callable[[], object] | None = field(default=None, repr=False, compare=False)
+    """Removes a temporary store (:func:`compare` without ``results_dir``): called by
+    :meth:`close`, else once nothing refers to the store, else at the interpreter's exit."""
+
+    def close(self) -> None:
+        """Remove the temporary store :func:`compare` made (the caller's data copied into
+        it, the SQLite file, the arrays); a store in ``results_dir`` or one kept with
+        ``keep=True`` stays. Also what leaving a ``with`` block does."""
+        if self.removal is not None:
+            self.removal()
+
+    def __enter__(self) -> Comparison:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @classmethod
     def from_store(cls, store: ResultsStore, run_id: str) -> Comparison:
@@ -475,12 +506,17 @@ def compare(
     jobs: int | None = None,
     resources: Mapping[str, object] | None = None,
     progress: Progress | None = None,
+    keep: bool = False,
 ) -> Comparison:
     """Compare ``algorithm`` on several backends on in-memory ``data = (X, y)`` (y may be None).
 
     ``repeats``: a fixed count, or ``(min, max)`` for adaptive repeats that stop once the
     median's confidence interval is within ``target`` (relative). Each case runs in its own
-    process; results go to ``results_dir`` (a new temporary directory by default).
+    process; results go to ``results_dir``, by default to a new temporary directory (mode
+    0700, holding a copy of ``data``) that is removed by ``close()``, at the end of a ``with``
+    block, once the comparison is no longer referred to, or at the interpreter's exit,
+    whichever comes first; ``keep=True`` keeps it (``res.store.directory`` says where).
+    A comparison that raises leaves no temporary directory behind.
     ``deterministic=True`` runs in deterministic mode (see :func:`run_experiment`).
     ``cluster`` ("local", "slurm", "pbs" or a scheduler plug-in's name), ``jobs`` (cases at once) and ``resources`` (per
     worker job: ``{"cores": 4, "gpus": 1, "partition": "gpu", "walltime": "01:00:00"}``)
@@ -491,36 +527,46 @@ def compare(
     algorithms = [algorithm] if isinstance(algorithm, str) else list(algorithm)
     if isinstance(backends, str):
         backends = [backends]
+    temporary = results_dir is None
     directory = Path(results_dir) if results_dir is not None else Path(
         tempfile.mkdtemp(prefix="accelml-compare-"))
-    store = ResultsStore(directory)
-    X, y = data
-    path = _save_data(directory, X, y)
-    lines = [f"name = {_toml_value(name, 'name')}",
-             f"reference = {_toml_value(reference or backends[0], 'reference')}",
-             f"warmup = {int(warmup)}", f"time_limit = {float(time_limit)!r}"]
-    if isinstance(repeats, int):
-        lines.append(f"repeats = {int(repeats)}")
-    else:
-        low, high = repeats
-        lines.append(f"repeats = {{min = {int(low)}, max = {int(high)}, target = {float(target)!r}}}")
-    if threads is not None:
-        lines.append(f"threads = {int(threads)}")
-    lines += ["", "[datasets.data]", 'source = "file"', f"path = {_toml_value(path, 'data')}"]
-    if y is None:
-        lines.append('task = "clustering"')
-    lines += ["", "[[cases]]", f"algorithm = {_toml_value(algorithms, 'algorithm')}",
-              f"backend = {_toml_value(list(backends), 'backends')}",
-              f"device = {_toml_value(list(devices), 'devices')}", 'dataset = "data"']
-    if params:
-        lines.append("params = {" + ", ".join(
-            f"{key} = {_toml_value(value, f'params.{key}')}" for key, value in params.items()
-            if value is not None) + "}")
-    experiment = load_spec_text("\n".join(lines) + "\n", f"<compare {name}>", directory)
-    settings = cluster_settings(cluster, jobs, resources=resources)
-    run = run_experiment(experiment, store, settings=settings, progress=progress_for(settings, progress),
-                         deterministic=deterministic)
-    return Comparison.from_store(store, run.run_id)
+    try:
+        store = ResultsStore(directory)
+        X, y = data
+        path = _save_data(directory, X, y)
+        lines = [f"name = {_toml_value(name, 'name')}",
+                 f"reference = {_toml_value(reference or backends[0], 'reference')}",
+                 f"warmup = {int(warmup)}", f"time_limit = {float(time_limit)!r}"]
+        if isinstance(repeats, int):
+            lines.append(f"repeats = {int(repeats)}")
+        else:
+            low, high = repeats
+            lines.append(f"repeats = {{min = {int(low)}, max = {int(high)}, target = {float(target)!r}}}")
+        if threads is not None:
+            lines.append(f"threads = {int(threads)}")
+        lines += ["", "[datasets.data]", 'source = "file"', f"path = {_toml_value(path, 'data')}"]
+        if y is None:
+            lines.append('task = "clustering"')
+        lines += ["", "[[cases]]", f"algorithm = {_toml_value(algorithms, 'algorithm')}",
+                  f"backend = {_toml_value(list(backends), 'backends')}",
+                  f"device = {_toml_value(list(devices), 'devices')}", 'dataset = "data"']
+        if params:
+            lines.append("params = {" + ", ".join(
+                f"{key} = {_toml_value(value, f'params.{key}')}" for key, value in params.items()
+                if value is not None) + "}")
+        experiment = load_spec_text("\n".join(lines) + "\n", f"<compare {name}>", directory)
+        settings = cluster_settings(cluster, jobs, resources=resources)
+        run = run_experiment(experiment, store, settings=settings, progress=progress_for(settings, progress),
+                             deterministic=deterministic)
+    except BaseException:
+        if temporary and not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
+    comparison = Comparison.from_store(store, run.run_id)
+    if not temporary or keep:
+        return comparison
+    removal = weakref.finalize(store, shutil.rmtree, str(directory), True)
+    return dataclasses.replace(comparison, removal=removal)
 
 
 class _CallableModule(types.ModuleType):

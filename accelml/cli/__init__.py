@@ -1,11 +1,15 @@
 """``python -m accelml COMMAND``: one module per command.
 
-Each command module defines ``HELP`` (one line), ``add_arguments(parser)`` and
-``run(args) -> int``, and imports what its command needs at module level. Only the module
-of the command being run is imported: ``python -m accelml run-case`` (the process every
-case runs in) does not load the report, and neither does ``compare --help`` load the
-runner's case process. ``python -m accelml --help`` imports every command module to list
-them; none of them imports TensorFlow, JAX or torch.
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``, and
+imports what its command needs at module level; its one line of help is here
+(:data:`COMMAND_HELP`). Only the module of the command being run is imported:
+``python -m accelml run-case`` (the process every case runs in) does not load the report,
+and neither does ``compare --help`` load the runner's case process. ``python -m accelml
+--help`` imports no command module at all (it lists them from :data:`COMMAND_HELP`).
+
+Output piped into a reader that stops early (``compare --dry-run | head -c 10``) ends the
+command quietly, exit 141 (128 + SIGPIPE, as a Unix tool killed by the signal), with no
+traceback.
 
 >>> build_parser("backends").parse_args(["backends"]).command
 'backends'
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -36,6 +41,20 @@ COMMAND_MODULES = {
     "export": "accelml.cli.export",
 }
 
+COMMAND_HELP = {
+    "compare": "run an experiment spec (default: the embedded one) and print the comparison table",
+    "run-case": "run one case in this process (JSON in, JSON out); used by compare for isolation",
+    "report": "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run",
+    "check": "check that a spec (or stored run) still gives the answers of a committed baseline",
+    "backends": "show which backends, devices and launchers this machine can run, with versions",
+    "slurm-script": ("print the batch job scripts (sbatch, PBS or a scheduler plug-in's) that "
+                     "'compare --cluster KIND' would submit"),
+    "runs": "list the runs of a results store (ids for report, export and --resume)",
+    "export": "write the cases (or timed repeats) of one or more runs as one CSV or Parquet table",
+}
+"""Each command's one line of help, listed by ``python -m accelml --help`` without importing
+any command module."""
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line naming ``--help``, exit 2 (not the usage block).
@@ -52,7 +71,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or with ``command`` of that one only (its module alone
-    is imported)."""
+    is imported). Without ``command`` the commands are listed with their help only: no
+    command module is imported, their arguments are not known."""
     parser = OneLineParser(
         prog="python -m accelml",
         description="How much faster is it on another backend, device or scale, "
@@ -63,8 +83,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, module_name in COMMAND_MODULES.items():
         if command is not None and name != command:
             continue
+        sub = subparsers.add_parser(name, help=COMMAND_HELP[name], description=COMMAND_HELP[name])
+        if command is None:
+            continue
         module = importlib.import_module(module_name)
-        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         run: Callable[[argparse.Namespace], int] = module.run
         sub.set_defaults(run=run)
@@ -87,3 +109,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"accelml {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+SIGPIPE_EXIT = 128 + 13
+"""The exit status of a command whose reader closed the pipe (128 + SIGPIPE)."""
+
+
+def command_line() -> int:
+    """``python -m accelml``: :func:`main` on ``sys.argv``, ending quietly (exit
+    :data:`SIGPIPE_EXIT`) when the reader of its output closes the pipe early."""
+    try:
+        try:
+            return main()
+        finally:   # what is still buffered (also after --help) fails here, not at exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of stdout closed it: whatever is still buffered goes nowhere (Python would
+    otherwise report a second BrokenPipeError when it flushes at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_EXIT

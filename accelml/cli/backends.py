@@ -21,8 +21,6 @@ from accelml.machine import LISTED_NOTE, list_installed, probe_all
 from accelml.probe import Availability
 from accelml.report.layout import Column, Form, fit
 
-HELP = "show which backends, devices and launchers this machine can run, with versions"
-
 COLUMNS: tuple[Column[Availability], ...] = (
     Column((Form("backend", lambda row: row.name),), abbreviate_rank=50, min_width=9),
     Column((Form("device", lambda row: row.device),)),

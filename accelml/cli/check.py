@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 from accelml.cases import Experiment
-from accelml.cli.availability import add_only_available
+from accelml.cli.availability import add_only_available, progress_line
 from accelml.cli.output import ensure_writable, write_or_fail
 from accelml.compare import run_experiment
 from accelml.errors import SpecError
@@ -53,8 +53,6 @@ from accelml.report.runs import resolve_run
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec
-
-HELP = "check that a spec (or stored run) still gives the answers of a committed baseline"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,12 +93,11 @@ def _run_spec(args: argparse.Namespace, experiment: Experiment, store: ResultsSt
     settings = None if args.jobs is None else ClusterSettings(kind="local", jobs=args.jobs)
 
     def on_result(result: CaseResult, done: int, total: int) -> None:
-        status = "ok" if result.ok else f"FAILED: {result.reason}"
-        print(f"[{done}/{total}] {result.algorithm} {result.backend}/{result.device} "
-              f"on {result.dataset}: {status}", file=sys.stderr)
+        print(progress_line(result, done, total), file=sys.stderr)
 
     run = run_experiment(experiment, store, settings=settings, cache_dir=args.cache_dir,
-                         on_result=on_result, deterministic=args.deterministic)
+                         on_result=on_result, deterministic=args.deterministic,
+                         only_available=args.only_available)
     print(f"accelml check: ran {run.planned_cases} case(s) as run {run.run_id} "
           f"in {store.directory}", file=sys.stderr)
     return run.run_id

@@ -7,8 +7,9 @@ run loses nothing and ``--resume RUN_ID`` runs only the cases it lacks (``--retr
 and those that failed for a reason that may not recur). Exit code 0 when every case
 succeeded, 1 when any failed (the table says which and why), 2 for a bad spec (more ranks
 than this machine has cores, unless the case says ``oversubscribe = true``, included).
-With ``--only-available``, cases this machine cannot run (GPU cases on a CPU-only runner)
-are listed as skipped and do not make it 1 (:mod:`accelml.cli.availability`).
+With ``--only-available``, cases this machine cannot run (GPU cases on a CPU-only runner,
+more ranks than its cores) are listed as skipped, the others run, and they do not make it
+1 (:mod:`accelml.cli.availability`).
 SIGINT, SIGTERM and SIGHUP stop the run as Ctrl-C does: it is marked interrupted, the
 cases running here end with their launchers and ranks, and it exits 128 + the signal.
 Another accelml run active on this machine is warned about (the timings share its cores).
@@ -37,7 +38,7 @@ from rich.progress import (
 )
 
 from accelml.cases import Experiment
-from accelml.cli.availability import add_only_available, split_unavailable
+from accelml.cli.availability import add_only_available, progress_line, split_unavailable
 from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
 from accelml.compare import (
     RESUME_SETTINGS_NOTE,
@@ -54,14 +55,13 @@ from accelml.executors.arguments import (
     settings_from_args,
 )
 from accelml.report.crossover import crossovers
+from accelml.report.repro import case_label
 from accelml.report.table import fit_table, json_clean, legend, row_styles, to_json
 from accelml.report.terminal import crossover_text
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
 from accelml.runner.environment import other_runs
 from accelml.spec.load import load_spec
-
-HELP = "run an experiment spec (default: the embedded one) and print the comparison table"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,6 +115,22 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     return experiment, run
 
 
+def others_text(pids: list[int]) -> str:
+    """The warning about other accelml runs timing cases on this machine.
+
+    >>> others_text([41])
+    'another accelml run is active on this machine (pid 41): the timings of both runs share its cores'
+    >>> others_text([41, 42, 43])
+    '3 other accelml runs are active on this machine (pid 41, 42, 43): the timings of all 4 runs share its cores'
+    """
+    listed = ", ".join(map(str, pids))
+    if len(pids) == 1:
+        return (f"another accelml run is active on this machine (pid {listed}): the timings of "
+                "both runs share its cores")
+    return (f"{len(pids)} other accelml runs are active on this machine (pid {listed}): the "
+            f"timings of all {len(pids) + 1} runs share its cores")
+
+
 def _print_plan(experiment: Experiment) -> None:
     print(f"{experiment.path}: {len(experiment.cases)} case(s), reference "
           f"{experiment.reference or '-'}")
@@ -131,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError(f"--reference {args.reference}: not a backend of this comparison; "
                         f"its backends: {', '.join(backends)}")
     settings = settings_from_args(args, experiment)
-    ensure_scale(experiment.cases, settings)   # before anything runs or is written
+    # before anything runs or is written; with --only-available such cases are skipped
+    ensure_scale(experiment.cases, settings, only_available=args.only_available)
     if args.dry_run:
         # The cases as run_experiment would run them (seeded in deterministic mode).
         _print_plan(plan_run(experiment, deterministic=args.deterministic, resumed=resumed).experiment)
@@ -152,9 +169,7 @@ def run(args: argparse.Namespace) -> int:
                   f"of {run.planned_cases}; results in {store.directory}", markup=False)
         others = other_runs() if pending and not submits_jobs(settings) else []
         if others:
-            err.print(f"accelml compare: warning: another accelml run is active on this machine "
-                      f"(pid {', '.join(map(str, others))}): the timings of both share its cores",
-                      markup=False)
+            err.print(f"accelml compare: warning: {others_text(others)}", markup=False)
         if show_progress and pending:
             progress_bar = Progress(TextColumn("{task.description}"), BarColumn(),
                                     MofNCompleteColumn(), TimeElapsedColumn(), console=err,
@@ -163,9 +178,7 @@ def run(args: argparse.Namespace) -> int:
             task_id = progress_bar.add_task("cases", total=pending)
 
     def on_result(result: CaseResult, done: int, total: int) -> None:
-        status = "ok" if result.ok else f"FAILED ({result.failure.value}): {result.reason}"
-        line = (f"[{done}/{total}] {result.algorithm} {result.backend}/{result.device}"
-                f" on {result.dataset}: {status}")
+        line = progress_line(result, done, total)
         if progress_bar is not None and task_id is not None:
             progress_bar.update(task_id, advance=1)
             progress_bar.console.print(line, markup=False)
@@ -181,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
                                         cache_dir=args.cache_dir, on_plan=on_plan, on_result=on_result,
                                         progress=cluster_progress, deterministic=args.deterministic,
                                         retry_failed=args.retry_failed,
-                                        allow_pickle=args.allow_pickle_data)
+                                        allow_pickle=args.allow_pickle_data,
+                                        only_available=args.only_available)
     except KeyboardInterrupt as stop:
         where = (f"; finish it with --resume {state['run'].run_id} --results-dir {store.directory}"
                  if "run" in state else "")
@@ -214,13 +228,15 @@ def run(args: argparse.Namespace) -> int:
     failed, skipped = split_unavailable(comparison.results, only_available=args.only_available)
     if skipped:
         err.print(f"accelml compare: {len(skipped)} case(s) skipped, unavailable on this machine "
-                  "(--only-available): " + ", ".join(f"{r.backend}/{r.device}" for r in skipped),
+                  "(--only-available): " + "; ".join(case_label(r) for r in skipped),
                   markup=False)
     if failed:
         err.print(f"accelml compare: {len(failed)} of {len(comparison.results)} case(s) failed:")
         for result in failed:
-            err.print(f"  {result.case_id} {result.algorithm} {result.backend}/{result.device} "
-                      f"on {result.dataset}: {result.failure.value}: {result.reason}",
-                      markup=False)
+            err.print(f"  {result.case_id} {case_label(result)}: {result.failure.value}: "
+                      f"{result.reason}", markup=False)
+        if any(result.skipped for result in failed):
+            err.print("accelml compare: cases unavailable here were skipped; they count as "
+                      "failures unless --only-available", markup=False)
         return 1
     return 0

@@ -22,8 +22,6 @@ from accelml.errors import SpecError, UnavailableError
 from accelml.report.frame import runs_frame
 from accelml.report.runs import open_store, resolve_run
 
-HELP = "write the cases (or timed repeats) of one or more runs as one CSV or Parquet table"
-
 PARQUET_ENGINES = ("pyarrow", "fastparquet")
 
 

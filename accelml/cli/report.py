@@ -30,8 +30,6 @@ from accelml.report.html import write_html
 from accelml.report.render import load_report
 from accelml.report.runs import open_store
 
-HELP = "report a stored run: table, speedups, failures; HTML with plots, CSV/JSON, run vs run"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID",

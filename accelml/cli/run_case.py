@@ -13,8 +13,6 @@ import argparse
 from accelml.errors import AccelmlError
 from accelml.runner.worker import main
 
-HELP = "run one case in this process (JSON in, JSON out); used by compare for isolation"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", help="the case payload (JSON) written by the client")

@@ -1,8 +1,9 @@
 """``python -m accelml runs``: the runs of a results store, newest last.
 
 One row per run: its id (what ``report``, ``export`` and ``compare --resume`` take), the
-spec, when it started, its status, how many of its planned cases are stored and how many
-failed, and its reference backend. ``--json`` prints the same as a list of objects.
+spec, when it started, its status, how many of its planned cases are stored, how many
+failed and how many were skipped (unavailable on the machine that ran them: never run),
+and its reference backend. ``--json`` prints the same as a list of objects.
 Exit code 0; 1 when the store does not exist.
 """
 
@@ -15,8 +16,6 @@ from dataclasses import dataclass
 from accelml.cli.output import print_table, stdout_console, table_width
 from accelml.report.layout import Column, Form, fit
 from accelml.report.runs import open_store
-
-HELP = "list the runs of a results store (ids for report, export and --resume)"
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,7 @@ class RunLine:
     failed: int
     reference: str
     deterministic: bool
+    skipped: int = 0
 
 
 COLUMNS: tuple[Column[RunLine], ...] = (
@@ -42,6 +42,8 @@ COLUMNS: tuple[Column[RunLine], ...] = (
     Column((Form("status", lambda run: run.status),)),
     Column((Form("cases", lambda run: f"{run.stored}/{run.planned}"),), justify="right"),
     Column((Form("failed", lambda run: str(run.failed)),), justify="right"),
+    Column((Form("skipped", lambda run: str(run.skipped)),), justify="right", drop_rank=8,
+           applies=lambda runs: any(run.skipped for run in runs)),
     Column((Form("reference", lambda run: run.reference or "-"),), drop_rank=10),
     Column((Form("deterministic", lambda run: "yes" if run.deterministic else "no"),),
            drop_rank=5),
@@ -61,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         results = store.case_results(record.run_id)
         lines.append(RunLine(record.run_id, record.spec_name, record.created_at, record.status,
                              len(results), record.planned_cases,
-                             sum(not result.ok for result in results),
-                             record.reference_backend or "", record.deterministic))
+                             sum(not result.ok and not result.skipped for result in results),
+                             record.reference_backend or "", record.deterministic,
+                             sum(result.skipped for result in results)))
     if args.json:
         print(json.dumps([line.__dict__ for line in lines], indent=1))
         return 0

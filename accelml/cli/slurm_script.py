@@ -12,9 +12,6 @@ from accelml.executors.preview import (
 )
 from accelml.spec.load import load_spec
 
-HELP = ("print the batch job scripts (sbatch, PBS or a scheduler plug-in's) that "
-        "'compare --cluster KIND' would submit")
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", nargs="?", default=None,

@@ -195,7 +195,8 @@ class Implementation:
     unset (empty: nothing does, an unseeded fit still repeats itself); ``randomised_when``
     narrows that to the parameter values that draw (``{"solver": ("sag", "saga")}``: only
     those solvers shuffle; empty: every fit draws). ``iterations``: the fitted attribute
-    holding the iterations the fit ran (``"n_iter_"``; empty: not an iterative fit).
+    holding the iterations the fit ran (``"n_iter_"``), or a function of the fitted library
+    estimator that returns them (XGBoost's boosted rounds); empty: not an iterative fit.
     ``on_workers`` is 'module:Class' of the library's estimator that trains on the workers
     of a dask cluster (scikit-learn API, taking the same keyword arguments, with a
     ``client`` attribute and dask arrays in and out); a case with ``workers = N > 1``
@@ -210,7 +211,7 @@ class Implementation:
     note: str = ""
     randomised: str = ""
     randomised_when: Mapping[str, tuple[JSONScalar, ...]] = field(default_factory=dict)
-    iterations: str = ""
+    iterations: str | Callable[[object], object] = ""
 
     def randomness(self, params: Mapping[str, object]) -> str:
         """What draws random numbers in a fit with ``params`` (every accelml parameter, defaults

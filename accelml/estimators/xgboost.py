@@ -46,6 +46,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -122,6 +123,13 @@ ROUND_CLOCK = RoundClock(_round_clock_params, _read_round_clock)
 """XGBoost's rounds timed inside the training, apart from the fit's set-up."""
 
 
+def boosted_rounds(model: Any) -> int:
+    """The boosting rounds a fitted XGBoost model ran: ``n_estimators``, or fewer where early
+    stopping ended the fit (scikit-learn's gradient boosting reports its own as ``n_iter_``)."""
+    rounds: int = model.get_booster().num_boosted_rounds()
+    return rounds
+
+
 def _leaves(value: object) -> Mapping[str, object]:
     """XGBoost's leaf limit for ``max_leaf_nodes``; without one, depth-wise growth.
 
@@ -195,10 +203,10 @@ BACKEND = Backend(
     implementations=MappingProxyType({
         "gradient_boosting_classifier": Implementation(
             "xgboost:XGBClassifier", _GRADIENT_BOOSTING, _FIXED, encodes_labels=True,
-            on_workers="xgboost.dask:DaskXGBClassifier"),
+            on_workers="xgboost.dask:DaskXGBClassifier", iterations=boosted_rounds),
         "gradient_boosting_regressor": Implementation(
             "xgboost:XGBRegressor", _GRADIENT_BOOSTING, _FIXED,
-            on_workers="xgboost.dask:DaskXGBRegressor"),
+            on_workers="xgboost.dask:DaskXGBRegressor", iterations=boosted_rounds),
     }),
     missing=MappingProxyType({}),
 )

@@ -59,10 +59,13 @@ def ensure_available(settings: ClusterSettings | None) -> None:
         raise UnavailableError(f"--cluster {scheduler.name}: {reason}")
 
 
-def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None) -> None:
+def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None, *,
+                 only_available: bool = False) -> dict[str, str]:
     """Raise :class:`SpecError` (one line, naming the case) for the first case beyond what
     ``settings``' scheduler can give (e.g. more ranks than this machine has cores, for
-    ``--cluster local``): call it before anything runs or is written.
+    ``--cluster local``): call it before anything runs or is written. With
+    ``only_available`` (``--only-available``) nothing is raised: the answer is case_id ->
+    why, for the cases to record as unavailable while the others run.
 
     >>> from accelml.cases import DatasetSpec
     >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped"), workers=10**6,
@@ -70,13 +73,19 @@ def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None) -> Non
     >>> ensure_scale([case], None)
     Traceback (most recent call last):
     ...
-    accelml.errors.SpecError: case mlp/keras/cpu x1000000 on d: 1000000 ranks on this machine, ...
+    accelml.errors.SpecError: case mlp/keras/cpu x1000000 [horovod] on d: 1000000 ranks on this machine, ...
+    >>> list(ensure_scale([case], None, only_available=True).values())
+    ['1000000 ranks on this machine, which has ... core(s): set oversubscribe = true ...']
     """
     scheduler = SCHEDULERS.get((settings or ClusterSettings()).kind)
+    problems = {}
     for case in cases:
         problem = scheduler.scale_problem(CaseNeeds.of_case(case))
-        if problem is not None:
+        if problem is not None and not only_available:
             raise SpecError(f"case {case.label}: {problem}")
+        if problem is not None:
+            problems[case.case_id] = problem
+    return problems
 
 
 def submits_jobs(settings: ClusterSettings | None) -> bool:

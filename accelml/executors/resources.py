@@ -130,7 +130,7 @@ class CaseNeeds:
 
     @classmethod
     def of_case(cls, case: object) -> CaseNeeds:
-        """Needs read off a case (:class:`accelml.spec.schema.Case` or alike).
+        """Needs read off a case (:class:`accelml.cases.Case` or alike).
 
         ``device`` "cuda"/"gpu" needs GPUs: one per worker, or what the case's strategy
         record says (``gpus_per_worker``); ``workers`` are separate ranks where the

@@ -105,11 +105,26 @@ def sample_records(result: CaseResult, run: RunRecord | None = None) -> list[dic
     return [{name: record[name] for name in SAMPLE_COLUMNS} for record in records]
 
 
+INTEGER_COLUMNS = frozenset({*(_unit(name) for name, kind in COLUMNS if kind is int),
+                             "peak_host_memory_bytes", "peak_gpu_memory_bytes", "repeat"})
+"""Columns of whole numbers (iterations, repeat counts, bytes): pandas' nullable ``Int64``,
+so that a column with an empty cell is not written as floats (``2.0``)."""
+
+
 def frame(records: Iterable[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
-    """Records as a pandas DataFrame with exactly ``columns`` (empty when there is none)."""
+    """Records as a pandas DataFrame with exactly ``columns`` (empty when there is none);
+    whole-number columns (:data:`INTEGER_COLUMNS`) stay whole numbers where cells are empty.
+
+    >>> frame([{"iterations": 2}, {"iterations": None}], ["iterations"])["iterations"].tolist()
+    [2, <NA>]
+    """
     import pandas as pd
 
-    return pd.DataFrame.from_records(list(records), columns=list(columns))
+    table = pd.DataFrame.from_records(list(records), columns=list(columns))
+    for name in table.columns:
+        if name in INTEGER_COLUMNS:
+            table[name] = table[name].astype("Int64")
+    return table
 
 
 def runs_frame(store: ResultsStore, runs: Sequence[RunRecord], *, samples: bool = False,

@@ -286,6 +286,8 @@ def render_html(report: RunReport) -> str:
     failed = [{"case_id": r.case_id, "label": case_label(r, params=names),
                "failure": r.failure.value,
                "reason": r.reason, "attempts": r.attempts} for r in report.failed]
+    skipped_cases = [{"case_id": r.case_id, "label": case_label(r, params=names),
+                      "reason": r.reason} for r in report.skipped]
     template, css = page_template()
     return template.render(
         css=Markup(css), csp=CONTENT_SECURITY_POLICY, version=__version__,
@@ -293,7 +295,7 @@ def render_html(report: RunReport) -> str:
         generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         run=run, description=run.description, reference=report.reference, stored=len(report.results),
         ok_count=sum(1 for r in report.results if r.ok),
-        failed=failed, missing=report.missing,
+        failed=failed, skipped_cases=skipped_cases, missing=report.missing,
         speedups=_speedup_cards(report),
         scaling_cards=_scaling_cards(report), table=_table(report), figures=figures,
         scaling_tables=_scaling_tables(report),

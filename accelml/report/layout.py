@@ -9,7 +9,7 @@ and ``sklearn`` and ``sklearnex`` never print alike), dropping a column of low p
 (named in the legend), and last narrowing a free-text column that wraps. Columns that must
 never disappear (what a row is, its speed-up, its status) have no drop rank.
 
-Adding a column is adding a record to a list (:data:`accelml.report.table.TABLE_COLUMNS`):
+Adding a column is adding a record to a list (:func:`accelml.report.table.table_columns`):
 nothing here knows what the columns are.
 
 >>> rows = [("gradient_boosting_classifier", "1.5x"), ("kmeans", "0.7x")]

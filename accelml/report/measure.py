@@ -246,6 +246,8 @@ class Measure:
     ``order`` places its column (built-ins use 10-60; third parties come after by default).
     ``explain(pair)``: why the two results differ as much as they do, where the record of
     the results says (None: nothing to say); shown under the matrix and in the report.
+    ``always_shown``: the terminal matrix keeps its column at any width (bitwise identity,
+    the reproducibility answer itself); the others give way to a narrow terminal.
     """
 
     name: str
@@ -261,6 +263,7 @@ class Measure:
     summary: int | None = None
     order: int = 100
     explain: Callable[[Pair], str | None] | None = None
+    always_shown: bool = False
 
     def between(self, pair: Pair) -> Reading | None:
         """The measure between ``pair.a`` and ``pair.b`` (None: it does not apply)."""

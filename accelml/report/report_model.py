@@ -58,7 +58,13 @@ class RunReport:
 
     @property
     def failed(self) -> tuple[CaseResult, ...]:
-        return tuple(result for result in self.results if not result.ok)
+        """The cases that ran and failed (not those skipped as unavailable)."""
+        return tuple(result for result in self.results if not result.ok and not result.skipped)
+
+    @property
+    def skipped(self) -> tuple[CaseResult, ...]:
+        """The cases never run: unavailable on the machine that ran the comparison."""
+        return tuple(result for result in self.results if result.skipped)
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -100,6 +106,8 @@ class RunReport:
             "geometric_mean_speedups": [s.to_dict() for s in self.speedups],
             "failed": [{"case_id": r.case_id, "label": case_label(r),
                         "failure": r.failure.value, "reason": r.reason} for r in self.failed],
+            "skipped": [{"case_id": r.case_id, "label": case_label(r), "reason": r.reason}
+                        for r in self.skipped],
             "missing": list(self.missing),
             "against": None if self.against is None else self.against.to_dict(),
             "crossovers": [crossover.to_dict() for crossover in self.crossovers()],
@@ -187,6 +195,11 @@ class RunReport:
             lines += [f"  {r.case_id} {case_label(r)}: {r.failure.value}: {r.reason}"
                       for r in self.failed]
             parts.append("\n".join(lines))
+        if self.skipped:
+            parts.append("\n".join([f"{len(self.skipped)} case(s) skipped, unavailable on the "
+                                    "machine that ran them:",
+                                    *(f"  {r.case_id} {case_label(r)}: {r.reason}"
+                                      for r in self.skipped)]))
         if self.missing:
             parts.append(f"{len(self.missing)} planned case(s) have no result (the run is "
                          f"{self.run.status}); finish with: python -m accelml compare --resume "

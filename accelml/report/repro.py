@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from accelml.cases import Expectation, JSONScalar
+from accelml.cases import Expectation, JSONScalar, case_text
 from accelml.dl.strategies import default_strategy
 from accelml.expectations import pair_expectation, run_to_run_expectation
 from accelml.report.arrays import (
@@ -165,13 +165,9 @@ class RunToRun:
 
 
 def case_label(result: CaseResult) -> str:
-    """A readable name: ``algorithm/backend/device[ xN] on dataset (params)``."""
-    extra = ", ".join(f"{key}={value}" for key, value in result.params)
-    workers = f" x{result.workers}" if result.workers != 1 else ""
-    shown = result.strategy and result.strategy != default_strategy().name
-    strategy = f" [{result.strategy}]" if shown else ""
-    return (f"{result.algorithm}/{result.backend}/{result.device}{workers}{strategy} "
-            f"on {result.dataset}" + (f" ({extra})" if extra else ""))
+    """A readable name: ``algorithm/backend/device[ xN][ [strategy]] on dataset (params)``
+    (:func:`accelml.cases.case_text`; the default strategy is not named)."""
+    return case_text(result, result.dataset, hidden_strategy=default_strategy().name)
 
 
 def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
@@ -462,21 +458,22 @@ def _expected(line: _Line) -> str:
 def matrix_columns(columns: Sequence[Measure]) -> list[Column[_Line]]:
     """The matrix's columns: the comparison, the case, the reference's and the other's own
     parts, a column per measure, then whether identity was expected. At a narrow width the
-    labels wrap and measures are left out: first those that never head a comparison (the
-    highest ``order`` first), the headline ones (``summary``) last."""
-    def rank(measure: Measure) -> int:
+    labels are shortened (with a legend, as the comparison table's names are) and measures
+    are left out: first those that never head a comparison (the highest ``order`` first),
+    the headline ones (``summary``) last; one ``always_shown`` (bitwise identity) never."""
+    def rank(measure: Measure) -> int | None:
+        if measure.always_shown:
+            return None
         return 90 - measure.summary if measure.summary is not None else 70 - measure.order // 2
 
     return [
         Column((Form("comparison", lambda line: line.row.kind),
                 Form("kind", lambda line: KIND_SHORT.get(line.row.kind, line.row.kind))),
                compact_rank=10),
-        Column((Form("case", lambda line: line.case),), wrap=True, min_width=28,
-               last_width=12, abbreviate_rank=20),
-        Column((Form("reference", lambda line: line.reference),), wrap=True, min_width=12,
-               last_width=7, abbreviate_rank=22),
-        Column((Form("other", lambda line: line.other),), wrap=True, min_width=12,
-               last_width=7, abbreviate_rank=22),
+        Column((Form("case", lambda line: line.case),), min_width=12, abbreviate_rank=20),
+        Column((Form("reference", lambda line: line.reference),), min_width=9,
+               abbreviate_rank=22),
+        Column((Form("other", lambda line: line.other),), min_width=9, abbreviate_rank=22),
         *(Column((Form(measure.heading, _measure_cell(measure)),), justify="right",
                  drop_rank=rank(measure)) for measure in columns),
         Column((Form("expected", _expected),)),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from accelml.cases import OVERSUBSCRIBE
@@ -136,13 +136,43 @@ class Row:
         return self.optimum is not None and self.optimum.differs
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as ``compare --json`` writes it: every field, plus ``different_optimum``
-        and the iterations' ``per_iteration_speedup``."""
+        """The row as ``compare --json`` writes it: every field, plus ``different_optimum``,
+        the iterations' ``per_iteration_speedup`` and, where a speed-up has no interval
+        (its bounds ``null``), ``speedup_interval`` / the phase's ``interval`` saying why."""
         data = asdict(self)
         data["different_optimum"] = self.different_optimum
+        main = next((value for value in self.phase_speedups if value.phase == self.main_phase), None)
+        data["speedup_interval"] = None if main is None or has_interval(main) else NO_INTERVAL
+        for entry, value in zip(data["phase_speedups"], self.phase_speedups, strict=True):
+            entry["interval"] = None if has_interval(value) else NO_INTERVAL
         if self.iterations is not None:
             data["iterations"]["per_iteration_speedup"] = self.iterations.per_iteration_speedup
         return data
+
+
+NO_INTERVAL = "n too small for an interval"
+"""What a speed-up shows instead of an interval whose bounds say nothing (see :func:`has_interval`)."""
+
+
+def has_interval(value: Speedup) -> bool:
+    """Whether ``value``'s interval means something: both bounds finite and the lower one
+    above zero. With a couple of repeats a median's interval (Student's t) reaches down to
+    zero time, which makes the speed-up's upper bound infinite and its lower bound 0 or near
+    it (``fit 1.47x (0-9.7)``): no interval is shown then, and the JSON says why.
+
+    >>> has_interval(Speedup("b", "a", "fit", 1.47, 0.0, 9.7))
+    False
+    >>> has_interval(Speedup("b", "a", "fit", 4.0, 3.9, 4.1))
+    True
+    """
+    return 0 < value.low <= value.high < math.inf
+
+
+def _bounded(value: Speedup) -> Speedup:
+    """``value`` with NaN bounds where :func:`has_interval` says they mean nothing."""
+    if has_interval(value):
+        return value
+    return replace(value, low=math.nan, high=math.nan)
 
 
 def _unit(seconds: float) -> tuple[str, float]:
@@ -199,7 +229,8 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         # A failed case is never anyone's reference (nor its own): it shows no speedup.
         is_reference = ref is not None and ref.case_id == result.case_id and result.ok
         compared = ref is not None and not is_reference
-        by_phase = phase_speedups(result, ref) if ref is not None else ()
+        by_phase = tuple(_bounded(value) for value in phase_speedups(result, ref)) \
+            if ref is not None else ()
         found = next((s for s in by_phase if s.phase == main_phase(result)), None)
         value: float | None = None
         low: float | None = None
@@ -207,7 +238,8 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         if found is None and found_scaling is not None:
             value = found_scaling.speedup
         elif found is not None:
-            value, low, high = found.value, found.low, found.high
+            value = found.value
+            low, high = (found.low, found.high) if has_interval(found) else (None, None)
         score_name, score = _main_score(result) if result.ok else (None, None)
         match = None
         if ref is not None and not is_reference and result.ok and ref.ok:
@@ -215,7 +247,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         elif ref is None and found_scaling is not None and result.workers != 1:
             baseline = next(r for r in results if r.case_id == found_scaling.baseline_case_id)
             match = agreement(store, result, baseline, found_measures)   # against 1 worker
-        status = result.status if result.ok else f"failed ({result.failure.value})"
+        status = result.status if result.ok else f"{outcome_word(result)} ({result.failure.value})"
         rows.append(Row(
             case_id=result.case_id, algorithm=result.algorithm, dataset=result.dataset,
             backend=result.backend, device=result.device, workers=result.workers,
@@ -246,10 +278,21 @@ def _status_text(row: Row, note: int | None = None) -> str:
     return row.status + flags + (f" [{note}]" if note else "")
 
 
+def outcome_word(result: CaseResult) -> str:
+    """"ok", "skipped" (never run: unavailable on this machine) or "failed".
+
+    >>> from accelml.results.records import FailureKind
+    >>> outcome_word(CaseResult("r", "c", "kmeans", "xgboost", "cuda", "d", "failed",
+    ...                         failure=FailureKind.UNAVAILABLE, reason="no GPU"))
+    'skipped'
+    """
+    return "ok" if result.ok else "skipped" if result.skipped else "failed"
+
+
 def _short_status(row: Row, note: int | None = None) -> str:
     if row.status == "ok":
         return "ok~" if row.noisy else "ok"
-    return "failed" + (f" [{note}]" if note else "")
+    return row.status.split(" ")[0] + (f" [{note}]" if note else "")
 
 
 def _varying_params(rows: Sequence[Row]) -> bool:
@@ -267,10 +310,11 @@ def phase_speedup_text(value: Speedup, separator: str = " ") -> str:
 
     >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1))
     'fit 4.00x (3.9-4.1)'
+    >>> phase_speedup_text(Speedup("b", "a", "fit", 1.47, 0.0, float("inf")))
+    'fit 1.47x (n too small)'
     """
-    interval = ""
-    if math.isfinite(value.low) and math.isfinite(value.high):
-        interval = f"{separator}({value.low:.2g}-{value.high:.2g})"
+    interval = f"{separator}({value.low:.2g}-{value.high:.2g})" if has_interval(value) \
+        else f"{separator}(n too small)"
     return f"{value.phase} {value.value:.2f}x{interval}"
 
 
@@ -420,8 +464,9 @@ def rich_table(rows: list[Row], title: str = "", width: int | None = None) -> Ta
 
 
 def row_styles(rows: Sequence[Row]) -> list[str | None]:
-    """The colour of each row on a terminal: failed cases red."""
-    return [None if row.status == "ok" else "red" for row in rows]
+    """The colour of each row on a terminal: failed cases red, skipped ones yellow."""
+    return [None if row.status == "ok" else "yellow" if row.status.startswith("skipped")
+            else "red" for row in rows]
 
 
 def render_text(rows: list[Row], title: str = "", width: int | None = None) -> str:
@@ -465,6 +510,10 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     if any(row.phase_speedups for row in rows):
         notes.append("speedup: reference median / case median, main phase first, other phases "
                      "beside it, (interval) from the medians' confidence intervals")
+    if any(not row.is_reference and not has_interval(value)
+           for row in rows for value in row.phase_speedups):
+        notes.append(f"(n too small): {NO_INTERVAL} (its bounds would reach 0 and infinity); "
+                     "more repeats give one")
     if any(row.iterations is not None for row in rows) and \
             any("iterations" in heading for heading in layout.headings):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
@@ -497,6 +546,7 @@ def to_json(run: RunRecord, results: list[CaseResult], rows: list[Row]) -> dict[
         "run": {key: value for key, value in run.to_dict().items() if key != "spec_text"},
         "rows": [row.to_dict() for row in rows],
         "cases": [result.to_dict() for result in results],
-        "failed": [row.case_id for row in rows if row.status != "ok"],
+        "failed": [row.case_id for row in rows if row.status.startswith("failed")],
+        "skipped": [row.case_id for row in rows if row.status.startswith("skipped")],
     })
     return cleaned

@@ -384,8 +384,12 @@ class DLMeasurements(JSONRecord):
 
     @property
     def ranks_identical(self) -> bool | None:
-        """True when every rank ended with the same weights (None if digests were not taken)."""
-        if not self.rank_weight_digests:
+        """True when every rank ended with the same weights (None if digests were not taken,
+        or there is one rank: nothing to compare it with).
+
+        >>> DLMeasurements("m", (), 32, 1, 0.1, 1.0, rank_weight_digests=("a",)).ranks_identical
+        """
+        if len(self.rank_weight_digests) < 2:
             return None
         return len(set(self.rank_weight_digests)) == 1
 
@@ -515,6 +519,12 @@ class CaseResult(JSONRecord):
     @property
     def ok(self) -> bool:
         return self.status == self.OK
+
+    @property
+    def skipped(self) -> bool:
+        """Never run: this machine cannot give what the case needs (its backend, GPUs or
+        cores; failure kind ``unavailable``). Shown as skipped, not as failed."""
+        return self.failure is FailureKind.UNAVAILABLE
 
     @property
     def env_hash(self) -> str | None:

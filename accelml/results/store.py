@@ -55,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import pwd
 import sqlite3
 import tempfile
 import time
@@ -193,6 +194,8 @@ class ResultsStore:
         self.read_only = read_only
         if self.database.is_file():
             self._check_header()
+            if not read_only:
+                self._check_writable()
         elif self.database.exists():
             raise StoreError(f"results store {self.database}: not a file")
         elif read_only or not create:
@@ -255,7 +258,29 @@ class ResultsStore:
             raise StoreError(f"results store {self.database}: not an SQLite database "
                              "(its header is damaged or it is another kind of file)")
 
+    def _read_only(self, path: Path) -> StoreError:
+        try:
+            owner = path.stat().st_uid
+            name = pwd.getpwuid(owner).pw_name
+        except (OSError, KeyError):
+            name = "another user"
+        return StoreError(f"results store {self.database}: read-only: permission denied "
+                          f"(cannot write {path}, owned by {name}); give --results-dir a "
+                          "directory you can write, or read it with report / check --run")
+
+    def _check_writable(self) -> None:
+        """A writer needs the database and, for SQLite's -wal and -shm files, its directory
+        (where those files do not exist yet)."""
+        if not os.access(self.database, os.W_OK):
+            raise self._read_only(self.database)
+        journals = [Path(f"{self.database}{suffix}") for suffix in ("-wal", "-shm")]
+        if not all(journal.exists() for journal in journals) and \
+                not os.access(self.directory, os.W_OK | os.X_OK):
+            raise self._read_only(self.directory)
+
     def _damaged(self, error: sqlite3.Error) -> StoreError:
+        if getattr(error, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+            return self._read_only(self.database)
         return StoreError(f"results store {self.database}: unreadable ({error}); it is damaged "
                           "or not an accelml store")
 

@@ -6,7 +6,7 @@ calls that function, inside the case's own process, and stores what it returns:
 
     measure(case: Case, context: MeasureContext) -> Measurements
 
-``case`` is the validated :class:`~accelml.spec.schema.Case` (algorithm, backend, device,
+``case`` is the validated :class:`~accelml.cases.Case` (algorithm, backend, device,
 workers, strategy, dataset, params, repeats, time limit, threads); ``context`` says where
 the dataset cache is, a scratch directory for the case, and the deadline. The function
 raises on failure (an :class:`~accelml.errors.UnavailableError` for a missing library or

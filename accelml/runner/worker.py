@@ -74,10 +74,15 @@ def _one_line(error: BaseException) -> str:
 
 def fitted_iterations(case: Case, estimator: Estimator) -> int | None:
     """The iterations the fit ran, from the attribute the implementation's record names
-    (``n_iter_``; the largest entry when the library keeps one per class or target)."""
+    (``n_iter_``; the largest entry when the library keeps one per class or target) or
+    the function it gives (XGBoost's boosted rounds)."""
     implementation = get_backend(case.backend).implementations.get(case.algorithm)
     attribute = "" if implementation is None else implementation.iterations
-    value = getattr(getattr(estimator, "estimator_", None), attribute, None) if attribute else None
+    fitted = getattr(estimator, "estimator_", None)
+    if callable(attribute):
+        value = None if fitted is None else attribute(fitted)
+    else:
+        value = getattr(fitted, attribute, None) if attribute else None
     if value is None:
         return None
     values = np.asarray(value).ravel()

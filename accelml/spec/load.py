@@ -1,4 +1,4 @@
-"""Read an experiment spec (TOML) into a validated :class:`~accelml.spec.schema.Experiment`.
+"""Read an experiment spec (TOML) into a validated :class:`~accelml.cases.Experiment`.
 
 Every problem is one :class:`~accelml.errors.SpecError` (exit code 2) whose message names
 the file, the key path and what is allowed, e.g.::

@@ -203,7 +203,7 @@ def assert_reproducible(estimator_or_result: Any, X: Any = None, y: Any = None, 
       outputs of ``methods`` on ``X_eval`` (default ``X``; default methods: every one of
       predict / predict_proba / decision_function / transform it has) are compared with
       the first fit's;
-    * a spec case (:class:`accelml.spec.schema.Case`): run ``repeats`` times through the
+    * a spec case (:class:`accelml.cases.Case`): run ``repeats`` times through the
       runner in this process; every run's stored arrays (predictions, probabilities) and
       every run's own repeats must be bitwise identical;
     * a stored :class:`accelml.results.CaseResult`: its repeats' prediction digests must

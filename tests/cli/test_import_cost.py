@@ -43,3 +43,11 @@ def test_backends_lists_without_loading_a_framework():
 @pytest.mark.parametrize("argv", [["runs", "--help"], ["export", "--help"]])
 def test_runs_and_export_load_no_framework(argv):
     assert not imported_by(*argv) & set(FRAMEWORKS)
+
+
+def test_the_command_list_imports_no_command_module():
+    """``python -m accelml --help`` lists the commands from accelml.cli.COMMAND_HELP: it took
+    1.4 s importing every command (issue 33)."""
+    modules = imported_by("--help")
+    assert not {name for name in modules if name.startswith("accelml.cli.")}
+    assert not {"numpy", "rich", "accelml.report", "accelml.compare"} & modules

@@ -5,6 +5,7 @@ store (the umask), and a warning when two runs share this machine's cores."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 
@@ -94,6 +95,8 @@ def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
         client.send_signal(signal.SIGTERM)
     first.communicate(timeout=120)
     _, err = overlapping.communicate(timeout=120)
-    assert "warning: another accelml run is active on this machine" in err
-    assert "timings of both share its cores" in err
+    # one other run, or more where other accelml runs share this machine (a CI host)
+    assert re.search(r"warning: (another accelml run is|\d+ other accelml runs are) active on "
+                     r"this machine \(pid [\d, ]+\): the timings of (both|all \d+) runs share "
+                     r"its cores", err), err
     assert gone(faults.tag) == []

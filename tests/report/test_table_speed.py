@@ -104,7 +104,9 @@ def test_a_narrow_table_keeps_failures_and_scaling_readable(tmp_path):
 
 def test_matrix_rows_that_differ_only_by_dataset_or_parameters_stay_distinct():
     """The matrix shows what tells its rows apart: a dataset or parameter that differs is
-    in every row, what all rows share goes under the table, at 80 columns as at 200."""
+    in every row, what all rows share goes under the table, at 80 columns as at 200. At 80
+    a row stays one line (its case text shortened, the legend gives it whole; issue 33: it
+    wrapped to 3-5 lines) and keeps the bitwise column."""
     from accelml.cases import Expectation
     from accelml.report.measure import measures
     from accelml.report.repro import MatrixRow, case_ref, format_rows
@@ -122,15 +124,19 @@ def test_matrix_rows_that_differ_only_by_dataset_or_parameters_stay_distinct():
     for width in (80, 200):
         text = format_rows(rows, measures(), width)
         assert _widest(text) <= width, text
-        body: list[str] = []     # a row, its wrapped lines joined
-        for line in text.splitlines()[2:]:
-            if line.startswith(("cross-backend", "backend")):
-                body.append(line)
-            elif line.startswith(" ") and body and not line.lstrip().startswith("-"):
-                body[-1] += " " + line.strip()
-            else:
-                break
+        lines = text.splitlines()
+        assert "bitwise" in lines[0] and "expected" in lines[0], text
+        body = [line for line in lines[2:6] if line.startswith(("cross-backend", "backend"))]
         assert len(body) == 4 and len(set(body)) == 4, text
+        notes = []     # the notes under the table, each with its wrapped lines joined
+        for line in lines[6:]:
+            if line.startswith("  ") and notes:
+                notes[-1] += " " + line.strip()
+            else:
+                notes.append(line)
+        shortened = dict(item.split(" = ") for note in notes if note.startswith("case: ")
+                         for item in note.removeprefix("case: ").split("; "))
+        body = [" ".join(shortened.get(word, word) for word in line.split("  ")) for line in body]
         assert [("100k" in line, "n_clusters=64" in line) for line in body] == [
             (True, False), (True, True), (False, False), (False, True)], text
         assert "every case: kmeans cpu x1 n_init=1 random_state=0" in text
@@ -156,3 +162,31 @@ def test_the_reference_backend_on_a_gpu_is_measured_against_its_cpu_case(tmp_pat
     # without a CPU case the GPU case is the reference, as before
     alone = build_rows(ResultsStore(tmp_path), results[:2], "xgboost")
     assert alone[0].is_reference and alone[1].speedup == 2.0
+
+
+def test_a_speedup_from_two_samples_says_n_is_too_small_for_an_interval(tmp_path):
+    """Two samples each: the medians' intervals reach zero time, and the speed-up read
+    ``fit 1.47x (0-9.7)`` in the table and ``high: null`` in JSON (issue 33)."""
+    from accelml.report.table import NO_INTERVAL, json_clean, to_json
+    from accelml.results.records import RunRecord
+
+    results = [CaseResult("r", "a", "kmeans", "sklearn", "cpu", "blobs", "ok",
+                          timings=(PhaseTiming.from_samples("fit", [1.0, 3.0]),)),
+               CaseResult("r", "b", "kmeans", "sklearnex", "cpu", "blobs", "ok",
+                          timings=(PhaseTiming.from_samples("fit", [0.5, 1.9]),))]
+    rows = {row.case_id: row for row in build_rows(ResultsStore(tmp_path), results, "sklearn")}
+    fast = rows["b"]
+    assert fast.speedup == pytest.approx(2.0 / 1.2)
+    assert (fast.speedup_low, fast.speedup_high) == (None, None)
+    text = render_text(list(rows.values()), width=300)
+    assert "fit 1.67x" in text and "(n too small)" in text and "(0-" not in text
+    assert NO_INTERVAL in text                              # the legend says what it means
+    run = RunRecord("r", "s", "0" * 64, "", reference_backend="sklearn")
+    document = json_clean(to_json(run, results, list(rows.values())))
+    row = next(row for row in document["rows"] if row["case_id"] == "b")
+    assert row["speedup_interval"] == NO_INTERVAL
+    assert (row["speedup_low"], row["speedup_high"]) == (None, None)
+    [fit] = row["phase_speedups"]
+    assert (fit["low"], fit["high"], fit["interval"]) == (None, None, NO_INTERVAL)
+    reference = next(row for row in document["rows"] if row["case_id"] == "a")
+    assert reference["speedup_interval"] is None

@@ -1,5 +1,7 @@
 """The Python API: accelml.compare(...) on in-memory data, through the real pipeline."""
 
+from pathlib import Path
+
 import numpy as np
 from sklearn.datasets import make_blobs
 
@@ -55,3 +57,51 @@ def test_deterministic_compare_fills_in_the_seed(tmp_path):
     assert case.ok and dict(case.params)["random_state"] == 0 and result.run.deterministic
     assert len(set(case.repeat_prediction_digests)) == 1
     assert not result.agreement_matrix().unexpected
+
+
+CLEANUP_SCRIPT = """
+import sys
+from pathlib import Path
+
+from pathlib import Path
+
+import numpy as np
+
+import accelml
+from accelml.errors import SpecError
+
+X = np.random.default_rng(0).normal(size=(200, 3))
+options = dict(repeats=1, warmup=0, threads=1)
+params = {"n_clusters": 2, "n_init": 1, "random_state": 0}
+left = accelml.compare("kmeans", ["sklearn"], data=(X, None), params=params, **options)
+assert (left.store.directory / "inputs").is_dir()      # the caller's data, copied
+with accelml.compare("kmeans", ["sklearn"], data=(X, None), params=params, **options) as res:
+    inside = res.store.directory
+    assert res.results[0].ok and inside.is_dir()
+assert not inside.exists(), "leaving the with block removes the temporary store"
+kept = accelml.compare("kmeans", ["sklearn"], data=(X, None), params=params, keep=True, **options)
+try:
+    accelml.compare("kmeans", ["sklearn"], data=(X, None), params={"n_clusters": "many"})
+except SpecError:
+    pass
+print(left.store.directory, kept.store.directory)
+"""
+
+
+def test_a_temporary_store_is_removed_unless_kept(tmp_path):
+    """accelml.compare without results_dir copies the caller's data into a temporary store:
+    it goes at exit (or with close / a with block), stays with keep=True, and a compare that
+    raises leaves none behind (issue 33: every run left /tmp/accelml-compare-* with X and y)."""
+    import os
+    import subprocess
+    import sys
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    out = subprocess.run([sys.executable, "-c", CLEANUP_SCRIPT], capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(temporary)}, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    left, kept = out.stdout.split()
+    assert not os.path.exists(left)
+    assert sorted(path.name for path in temporary.glob("accelml-compare-*")) == [os.path.basename(kept)]
+    assert (Path(kept) / "results.sqlite").is_file()
