@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from accelml.dl.config import TrainingConfig
 from accelml.dl.data import load_image_data
 from accelml.dl.strategies.jax_steps import train
