@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from accelml.cases import OVERSUBSCRIBE
+from accelml.cases import INTERLEAVED, OVERSUBSCRIBE
 from accelml.report.layout import Column, Form, Layout, fit, render, wrap_lines
 from accelml.report.layout import rich_table as layout_table
 from accelml.report.measure import Measure, measures
@@ -265,12 +265,18 @@ def phase_speedup_text(value: Speedup, separator: str = " ") -> str:
     """'predict 1.58x (1.50-1.66)': the phase, its speedup and the speedup's interval
     (``separator`` goes before the interval: a newline keeps a terminal column narrow).
 
+    An interval from interleaved rounds' paired ratios says ``paired``; one from the two
+    medians' intervals (cases measured isolated) says nothing more.
+
     >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1))
     'fit 4.00x (3.9-4.1)'
+    >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1, "interleaved"))
+    'fit 4.00x (3.9-4.1 paired)'
     """
     interval = ""
     if math.isfinite(value.low) and math.isfinite(value.high):
-        interval = f"{separator}({value.low:.2g}-{value.high:.2g})"
+        paired = " paired" if value.measurement == INTERLEAVED else ""
+        interval = f"{separator}({value.low:.2g}-{value.high:.2g}{paired})"
     return f"{value.phase} {value.value:.2f}x{interval}"
 
 
@@ -463,8 +469,10 @@ def legend(rows: list[Row], width: int | None = None) -> str:
         notes.append("oversubscribed: more ranks than cores (oversubscribe = true); its times "
                      "measure sharing, not scaling")
     if any(row.phase_speedups for row in rows):
-        notes.append("speedup: reference median / case median, main phase first, other phases "
-                     "beside it, (interval) from the medians' confidence intervals")
+        notes.append("speedup: reference time / case time, main phase first, other phases "
+                     "beside it; (interval paired): median and interval of the per-round ratios "
+                     "of cases measured interleaved; (interval) alone: reference median / case "
+                     "median, from the medians' confidence intervals (cases measured isolated)")
     if any(row.iterations is not None for row in rows) and \
             any("iterations" in heading for heading in layout.headings):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
