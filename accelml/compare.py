@@ -222,9 +222,9 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
     Also the notes of cases that are measured alone although the run interleaves (their
     reference case among ``finished``, the case ids a resumed run already has).
 
-    >>> experiment = load_spec_text('reference = "sklearn"\n[datasets.d]\nsource = "shipped"\n'
-    ...     'name = "iris"\n[[cases]]\nalgorithm = ["kmeans", "pca"]\n'
-    ...     'backend = ["sklearn", "sklearnex"]\ndataset = "d"\n', "x.toml")
+    >>> experiment = load_spec_text('reference = "sklearn"\\n[datasets.d]\\nsource = "shipped"\\n'
+    ...     'name = "iris"\\n[[cases]]\\nalgorithm = ["kmeans", "pca"]\\n'
+    ...     'backend = ["sklearn", "sklearnex"]\\ndataset = "d"\\n', "x.toml")
     >>> tasks = [CaseTask(case, "r") for case in experiment.cases]
     >>> groups, notes = comparison_groups(tasks, experiment)
     >>> [[task.case.backend for task in group.tasks] for group in groups], notes
@@ -232,6 +232,9 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
     >>> groups, notes = comparison_groups(tasks[1:], experiment, [tasks[0].case_id])
     >>> [len(group.tasks) for group in groups], list(notes.values()) == [REFERENCE_DONE]
     ([1, 2], True)
+    >>> alone = dataclasses.replace(experiment, measurement="isolated")
+    >>> [len(group.tasks) for group in comparison_groups(tasks, alone)[0]]
+    [1, 1, 1, 1]
     """
     if experiment.measurement != INTERLEAVED or experiment.reference is None:
         return tuple(GroupTask((task,)) for task in tasks), {}

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from accelml.cases import INTERLEAVED, OVERSUBSCRIBE
+from accelml.cases import INTERLEAVED, ISOLATED, OVERSUBSCRIBE
 from accelml.report.layout import Column, Form, Layout, fit, render, wrap_lines
 from accelml.report.layout import rich_table as layout_table
 from accelml.report.measure import Measure, measures
@@ -454,6 +454,15 @@ def table_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:
     return notes
 
 
+SPEEDUP_INTERVALS = {
+    INTERLEAVED: "; (interval paired): the median of the per-round ratios of cases measured "
+                 "interleaved, and that median's interval",
+    ISOLATED: "; (interval): reference median / case median of cases measured isolated, "
+              "interval from the medians' confidence intervals",
+}
+"""What the legend says of each kind of speed-up interval (``Speedup.measurement``)."""
+
+
 def legend(rows: list[Row], width: int | None = None) -> str:
     """What the table's marks mean, what was abbreviated or left out at ``width``, then one
     numbered line per failure or different optimum with its reason (plain text: print it
@@ -468,11 +477,11 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     if any(row.oversubscribed for row in rows):
         notes.append("oversubscribed: more ranks than cores (oversubscribe = true); its times "
                      "measure sharing, not scaling")
-    if any(row.phase_speedups for row in rows):
+    kinds = {value.measurement for row in rows if not row.is_reference
+             for value in row.phase_speedups}
+    if kinds:
         notes.append("speedup: reference time / case time, main phase first, other phases "
-                     "beside it; (interval paired): median and interval of the per-round ratios "
-                     "of cases measured interleaved; (interval) alone: reference median / case "
-                     "median, from the medians' confidence intervals (cases measured isolated)")
+                     "beside it" + "".join(SPEEDUP_INTERVALS[kind] for kind in sorted(kinds)))
     if any(row.iterations is not None for row in rows) and \
             any("iterations" in heading for heading in layout.headings):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
