@@ -7,7 +7,8 @@ turns, one timed round each, until the group's stopping rule ends the rounds:
 the reference and the others alike, and the speed-up is the median of the per-round ratios
 with the interval of those paired ratios (:func:`accelml.results.records.paired_ratio`).
 
-Stopping rule (the reference case's repeat policy): after at least ``min_repeats`` rounds,
+Stopping rule (the reference case's repeat policy; a first run that took seconds counts as
+a round, as in :func:`accelml.runner.measure.repeat_until_stable`): after ``min_repeats`` rounds,
 stop when every compared case's every phase has a paired-ratio interval within
 ``target_rel`` of its median (or both cases' medians are within the timer's noise floor,
 :data:`~accelml.results.records.TIMER_NOISE_FLOOR_S`), else at ``max_repeats`` rounds,
@@ -172,14 +173,16 @@ def _converged(reference: _Member, member: _Member, target_rel: float, confidenc
     return True
 
 
-def _stop_reason(members: Sequence[_Member], rounds: int, started: float, group_end: float
-                 ) -> str | None:
-    """Why the rounds stop now (the reference's repeat policy), or None to go on."""
+def _stop_reason(members: Sequence[_Member], started: float, group_end: float) -> str | None:
+    """Why the rounds stop now (the reference's repeat policy), or None to go on. Rounds
+    count as the cases' samples do: a first run that already took seconds counts in every
+    case whose first run did (their setup turns came one after the other)."""
     reference = members[0]
     policy = reference.task.case.repeats
     active = [member for member in members if member.active]
     if not reference.active or len(active) < 2:
         return "group_ended"
+    rounds = min(max(map(len, member.samples.values()), default=0) for member in active)
     if rounds >= policy.max_repeats:
         return "fixed" if policy.fixed else "max_repeats"
     if rounds < policy.min_repeats:
@@ -221,8 +224,8 @@ def execute_group(group: GroupTask) -> tuple[CaseOutput, ...]:
             if message is not None and "ready" in message:
                 member.active = member.was_ready = True
                 member.add(message["ready"])
-        rounds, started = 0, time.monotonic()
-        while (reason := _stop_reason(members, rounds, started, group_end)) is None:
+        started = time.monotonic()
+        while (reason := _stop_reason(members, started, group_end)) is None:
             for member in members:
                 if not member.active:
                     continue
@@ -232,7 +235,6 @@ def execute_group(group: GroupTask) -> tuple[CaseOutput, ...]:
                     continue
                 member.add(message["round"])
                 member.rounds += 1
-            rounds += 1
     except BaseException:
         for member in members:
             member.control.expire()

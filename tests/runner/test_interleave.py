@@ -16,23 +16,13 @@ from accelml.spec.load import load_spec_text
 
 TWICE_THE_TREES = """
 repeats = {min = 6, max = 10, target = 0.05}
-warmup = 1
 time_limit = 120
 threads = 1
-
-[datasets.data]
-source = "generated"
-generator = "classification"
-n_samples = 3000
-n_features = 20
-seed = 0
-
-[[cases]]
-algorithm = "random_forest_classifier"
-backend = "sklearn"
-dataset = "data"
-params = {max_depth = 8, random_state = 0}
-grid = {n_estimators = [6, 12]}
+datasets.data = {source = "generated", generator = "classification", n_samples = 3000, seed = 0}
+cases = [
+""" + ('{algorithm = "random_forest_classifier", backend = "sklearn", dataset = "data", '
+       'params = {max_depth = 8, random_state = 0}, grid = {n_estimators = [6, 12]}}') + """
+]
 """
 
 BACKGROUND_LOAD = """
@@ -110,7 +100,7 @@ def test_a_result_of_schema_1_reads_as_isolated_and_its_speedup_comes_from_the_m
 
 
 def test_the_measurement_key_is_checked():
-    text = TWICE_THE_TREES.replace("warmup = 1", 'warmup = 1\nmeasurement = "alternating"')
+    text = TWICE_THE_TREES.replace("threads = 1", 'threads = 1\nmeasurement = "alternating"')
     try:
         load_spec_text(text, "bad.toml")
     except accelml.errors.SpecError as error:
