@@ -107,3 +107,18 @@ def test_the_measurement_key_is_checked():
         assert "measurement" in str(error) and "interleaved" in str(error)
     else:
         raise AssertionError("measurement = 'alternating' was accepted")
+
+
+def test_a_case_whose_reference_failed_is_measured_alone_and_says_why(tmp_path):
+    text = (TWICE_THE_TREES.replace("min = 6, max = 10", "min = 2, max = 2")
+            .replace('"random_forest_classifier"', '"kmeans"')
+            .replace("max_depth = 8, random_state = 0", "random_state = 0")
+            .replace("n_estimators = [6, 12]", "n_clusters = [5000, 3]"))
+    by_clusters = {case.params_dict["n_clusters"]: case
+                   for case in load_spec_text(text, "fails.toml").cases}
+    tasks = tuple(CaseTask(by_clusters[k], "r", cache_dir=str(tmp_path), threads=1)
+                  for k in (5000, 3))
+    reference, candidate = (output.result for output in execute_group(GroupTask(tasks)))
+    assert not reference.ok and candidate.ok, candidate.reason
+    assert candidate.measurement == ISOLATED and candidate.repeats == 2
+    assert "group_ended" in candidate.measurement_note and "measured alone" in candidate.measurement_note
