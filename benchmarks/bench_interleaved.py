@@ -95,7 +95,9 @@ def main() -> int:
         walls[measurement][index] = wall
         found[measurement][index] = phase_speedups(comparison)
         rounds = sorted({r.repeats for r in comparison.results})
-        print(f"run {index + 1} {measurement:11s} {wall:7.1f} s wall, rounds per case {rounds}",
+        print(f"run {index + 1} {measurement:11s} {wall:7.1f} s wall, rounds per case {rounds}: "
+              + ", ".join(f"{algorithm} {phase} {value.value:.2f}x +-{halfwidth(value):.0%}"
+                          for (algorithm, phase), value in sorted(found[measurement][index].items())),
               flush=True)
     print(f"\nscale {args.scale}, {args.threads} thread(s) per case; sklearnex speed-up over "
           "sklearn (interval); 'inside': run 2's speed-up in run 1's interval; +-: the larger "

@@ -1,6 +1,8 @@
 """Interleaved comparison groups, with real case processes: speed-ups from paired rounds."""
 
 import dataclasses
+import json
+import sqlite3
 import subprocess
 import sys
 
@@ -9,7 +11,8 @@ import numpy as np
 import accelml
 from accelml.cases import INTERLEAVED, ISOLATED
 from accelml.report.speed import speedup
-from accelml.results.records import SCHEMA_VERSION, CaseResult, PhaseTiming
+from accelml.results.records import SCHEMA_VERSION, CaseResult, PhaseTiming, RunRecord
+from accelml.results.store import ResultsStore
 from accelml.runner.interleave import GroupTask, execute_group
 from accelml.runner.process import CaseTask
 from accelml.spec.load import load_spec_text
@@ -78,18 +81,24 @@ def test_a_comparison_interleaves_its_cases_and_the_store_keeps_the_rounds(tmp_p
     assert again.speedup() == res.speedup()
 
 
-def test_a_result_of_schema_1_reads_as_isolated_and_its_speedup_comes_from_the_medians():
-    def stored(case_id, backend, seconds):
-        result = CaseResult("r", case_id, "kmeans", backend, "cpu", "d", "ok",
-                            timings=(PhaseTiming.from_samples("fit", seconds),))
-        data = result.to_dict()
-        for key in ("measurement", "turn_group", "measurement_note"):
-            data.pop(key)
-        data["schema_version"] = 1
-        return CaseResult.from_dict(data)
-
-    reference, candidate = stored("a", "sklearn", [2.0, 2.2, 1.8]), stored("b", "x", [1.0, 1.1, 0.9])
-    assert SCHEMA_VERSION == 2 and candidate.measurement == ISOLATED
+def test_a_store_of_schema_1_still_reads_its_results_as_isolated_and_is_marked_when_written(
+        tmp_path):
+    store = ResultsStore(tmp_path)
+    store.create_run(RunRecord("r", "s", "h", "", reference_backend="sklearn"))
+    for case_id, backend, seconds in (("a", "sklearn", [2.0, 2.2, 1.8]), ("b", "x", [1.0, 1.1, 0.9])):
+        store.add_case_result(CaseResult("r", case_id, "kmeans", backend, "cpu", "d", "ok",
+                                         timings=(PhaseTiming.from_samples("fit", seconds),)))
+    with sqlite3.connect(store.database) as connection:   # as accelml wrote it before schema 2
+        connection.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+        for case_id, text in connection.execute("SELECT case_id, record_json FROM cases").fetchall():
+            data = json.loads(text)
+            for key in ("measurement", "turn_group", "measurement_note"):
+                data.pop(key)
+            data["schema_version"] = 1
+            connection.execute("UPDATE cases SET record_json=? WHERE case_id=?",
+                               (json.dumps(data), case_id))
+    reference, candidate = ResultsStore(tmp_path, read_only=True).case_results("r")
+    assert SCHEMA_VERSION == 2 and candidate.measurement == reference.measurement == ISOLATED
     found = speedup(candidate, reference)
     assert found is not None and found.measurement == ISOLATED and found.value == 2.0
     # the same samples taken in turn pair round by round: every ratio is 2
@@ -97,6 +106,9 @@ def test_a_result_of_schema_1_reads_as_isolated_and_its_speedup_comes_from_the_m
     paired = speedup(dataclasses.replace(candidate, measurement=INTERLEAVED, turn_group=group),
                      dataclasses.replace(reference, measurement=INTERLEAVED, turn_group=group))
     assert paired is not None and (paired.value, paired.low, paired.high) == (2.0, 2.0, 2.0)
+    ResultsStore(tmp_path)   # a writer marks the store with the schema it writes
+    with sqlite3.connect(store.database) as connection:
+        assert connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
 
 
 def test_the_measurement_key_is_checked():
