@@ -50,6 +50,7 @@ from accelml.executors import ensure_scale, make_executor, submits_jobs
 from accelml.executors.arguments import cluster_settings, progress_for
 from accelml.executors.config import ClusterSettings
 from accelml.executors.interface import CaseOutcome
+from accelml.executors.resources import CaseNeeds
 from accelml.probe import usable_cores
 from accelml.report.frame import (
     FRAME_COLUMNS,
@@ -213,14 +214,18 @@ def _attempts(task: CaseTask, outcome: CaseOutcome[GroupTask, tuple[CaseOutput, 
 REFERENCE_DONE = ("its reference case had finished before this resumed run, so they could not "
                   "take turns: measured alone")
 """The measurement note of a case resumed without its reference case."""
+OTHER_MACHINE = ("it needs another kind of machine than its reference case ({mine} GPU(s) "
+                 "against {theirs}), so they do not take turns: measured alone")
+"""The measurement note of a case whose reference case runs on another kind of machine."""
 
 
 def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
                       finished: Sequence[str] = ()) -> tuple[tuple[GroupTask, ...], dict[str, str]]:
-    """The executor's items: each reference case with the cases compared with it (its
-    comparison group, interleaved; :mod:`accelml.runner.interleave`), every other case alone.
-    Also the notes of cases that are measured alone although the run interleaves (their
-    reference case among ``finished``, the case ids a resumed run already has).
+    """The executor's items: each reference case with the cases compared with it on the same
+    kind of machine (as many GPUs: its comparison group, interleaved;
+    :mod:`accelml.runner.interleave`), every other case alone. Also the notes of cases that
+    are measured alone although the run interleaves (their reference case among
+    ``finished``, the case ids a resumed run already has, or on another kind of machine).
 
     >>> experiment = load_spec_text('reference = "sklearn"\\n[datasets.d]\\nsource = "shipped"\\n'
     ...     'name = "iris"\\n[[cases]]\\nalgorithm = ["kmeans", "pca"]\\n'
@@ -232,6 +237,11 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
     >>> groups, notes = comparison_groups(tasks[1:], experiment, [tasks[0].case_id])
     >>> [len(group.tasks) for group in groups], list(notes.values()) == [REFERENCE_DONE]
     ([1, 2], True)
+    >>> gpu = [dataclasses.replace(task, case=dataclasses.replace(task.case, device="cuda"))
+    ...        if task.case.backend == "sklearnex" else task for task in tasks]
+    >>> groups, notes = comparison_groups(gpu, experiment)
+    >>> [len(group.tasks) for group in groups], sorted(notes.values())[0].split(" (")[0]
+    ([1, 1, 1, 1], 'it needs another kind of machine than its reference case')
     >>> alone = dataclasses.replace(experiment, measurement="isolated")
     >>> [len(group.tasks) for group in comparison_groups(tasks, alone)[0]]
     [1, 1, 1, 1]
@@ -243,15 +253,19 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
                                                     if case.case_id in set(finished)]
     references = {case_id: case.case_id for case_id, case
                   in reference_cases(everything, experiment.reference).items()}
+    gpus = {task.case_id: CaseNeeds.of_case(task).gpus for task in tasks}
     members: dict[str, list[CaseTask]] = {}
     notes = {}
     for task in tasks:
         reference = references.get(task.case_id)
-        if reference is not None and reference in pending:
+        if reference is not None and reference in pending and gpus[reference] == gpus[task.case_id]:
             members.setdefault(reference, []).append(task)
         else:
             members.setdefault(task.case_id, []).append(task)
-            if reference is not None and reference != task.case_id:
+            if reference in pending and reference != task.case_id:
+                notes[task.case_id] = OTHER_MACHINE.format(mine=gpus[task.case_id],
+                                                           theirs=gpus[reference])
+            elif reference is not None and reference != task.case_id:
                 notes[task.case_id] = REFERENCE_DONE
     groups = []
     for key, found in members.items():
