@@ -143,7 +143,7 @@ class _Member:
             self.samples.setdefault(phase, []).append(float(seconds))
 
     def finish(self, reason: str) -> CaseOutput:
-        if self.active:
+        if self.was_ready:
             self.command(f"stop {reason}")
         os.close(self._commands)
         self._thread.join()

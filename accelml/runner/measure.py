@@ -92,11 +92,14 @@ class Turns:
         self._send({"round": measured})
 
     def next(self) -> str | None:
-        """Wait for the next command: None for a round, else why the rounds stop."""
-        line = self._commands.readline().strip()
-        if line == GO:
-            return None
-        return line.removeprefix("stop").strip() or "coordinator_gone"
+        """Wait for the next command: None for a round, else why the rounds stop. Raises
+        :class:`RuntimeError` when the coordinator is gone (its pipe closed without a word):
+        the case ends at once instead of measuring on for nobody."""
+        line = self._commands.readline()
+        if not line:
+            raise RuntimeError("the coordinator of its comparison group is gone")
+        line = line.strip()
+        return None if line == GO else line.removeprefix("stop").strip()
 
 
 @dataclass(frozen=True)
