@@ -209,6 +209,14 @@ class Case(JSONRecord):
         return case
 
 
+INTERLEAVED = "interleaved"
+ISOLATED = "isolated"
+MEASUREMENTS = (INTERLEAVED, ISOLATED)
+"""How a case's rounds are taken: ``interleaved`` (one timed round in turn with the other
+cases of its comparison group, each in its own warm process: A B C A B C ...) or
+``isolated`` (all its rounds back to back, alone)."""
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A parsed, validated spec: its datasets and expanded cases, and where it came from."""
@@ -222,6 +230,7 @@ class Experiment:
     description: str = ""
     cluster_json: str = ""         # the [cluster] table (canonical JSON), for the executor
     deterministic: bool = False    # run in deterministic mode (accelml.runner.determinism)
+    measurement: str = INTERLEAVED     # or ISOLATED (MEASUREMENTS)
 
     @property
     def cluster(self) -> dict[str, JSONValue] | None:

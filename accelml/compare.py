@@ -45,13 +45,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from accelml.cases import Experiment
+from accelml.cases import INTERLEAVED, Experiment
 from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.errors import AccelmlError, SpecError
 from accelml.executors import ensure_scale, make_executor, submits_jobs
 from accelml.executors.arguments import cluster_settings, progress_for
 from accelml.executors.config import ClusterSettings
 from accelml.executors.interface import CaseOutcome
+from accelml.executors.resources import CaseNeeds
 from accelml.probe import usable_cores
 from accelml.report.frame import (
     FRAME_COLUMNS,
@@ -64,7 +65,7 @@ from accelml.report.layout import html_table
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
 from accelml.report.repro import AgreementMatrix, agreement_matrix
-from accelml.report.speed import PHASES, main_phase, speedups
+from accelml.report.speed import PHASES, main_phase, reference_cases, speedups
 from accelml.report.table import (
     Agreement,
     Row,
@@ -78,7 +79,8 @@ from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
-from accelml.runner.process import CaseOutput, CaseTask, end_running_cases, execute_case
+from accelml.runner.interleave import GroupTask, execute_group
+from accelml.runner.process import CaseOutput, CaseTask, end_running_cases
 from accelml.spec.load import load_spec_text
 
 if TYPE_CHECKING:
@@ -196,18 +198,82 @@ def _lost(task: CaseTask, run_id: str, error: str, failure: str | None = None) -
                              error or "no result", threads=task.threads, attempts=task.attempt)
 
 
-def _attempts(outcome: CaseOutcome[CaseTask, CaseOutput]) -> int:
+def _attempts(task: CaseTask, outcome: CaseOutcome[GroupTask, tuple[CaseOutput, ...]]) -> int:
     """The attempts at a case so far: those of earlier runs, each re-run after a lost worker,
     and the one that gave its result (none where it never started or only lost workers).
 
     >>> from accelml.cases import Case, DatasetSpec
     >>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("d", "generated"))
     >>> task = CaseTask(case, "r", attempt=2)
-    >>> _attempts(CaseOutcome(0, task, error="lost", lost_workers=3)), _attempts(CaseOutcome(0, task))
+    >>> group = GroupTask((task,))
+    >>> _attempts(task, CaseOutcome(0, group, error="lost", lost_workers=3)), _attempts(task, CaseOutcome(0, group))
     (4, 2)
     """
     ran = 1 if outcome.result is not None else 0
-    return outcome.item.attempt - 1 + max(1, outcome.lost_workers + ran)
+    return task.attempt - 1 + max(1, outcome.lost_workers + ran)
+
+
+REFERENCE_DONE = ("its reference case had finished before this resumed run, so they could not "
+                  "take turns: measured alone")
+"""The measurement note of a case resumed without its reference case."""
+OTHER_MACHINE = ("it needs another kind of machine than its reference case ({mine} GPU(s) "
+                 "against {theirs}), so they do not take turns: measured alone")
+"""The measurement note of a case whose reference case runs on another kind of machine."""
+
+
+def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
+                      finished: Sequence[str] = ()) -> tuple[tuple[GroupTask, ...], dict[str, str]]:
+    """The executor's items: each reference case with the cases compared with it on the same
+    kind of machine (as many GPUs: its comparison group, interleaved;
+    :mod:`accelml.runner.interleave`), every other case alone. Also the notes of cases that
+    are measured alone although the run interleaves (their reference case among
+    ``finished``, the case ids a resumed run already has, or on another kind of machine).
+
+    >>> experiment = load_spec_text('reference = "sklearn"\\n[datasets.d]\\nsource = "shipped"\\n'
+    ...     'name = "iris"\\n[[cases]]\\nalgorithm = ["kmeans", "pca"]\\n'
+    ...     'backend = ["sklearn", "sklearnex"]\\ndataset = "d"\\n', "x.toml")
+    >>> tasks = [CaseTask(case, "r") for case in experiment.cases]
+    >>> groups, notes = comparison_groups(tasks, experiment)
+    >>> [[task.case.backend for task in group.tasks] for group in groups], notes
+    ([['sklearn', 'sklearnex'], ['sklearn', 'sklearnex']], {})
+    >>> groups, notes = comparison_groups(tasks[1:], experiment, [tasks[0].case_id])
+    >>> [len(group.tasks) for group in groups], list(notes.values()) == [REFERENCE_DONE]
+    ([1, 2], True)
+    >>> gpu = [dataclasses.replace(task, case=dataclasses.replace(task.case, device="cuda"))
+    ...        if task.case.backend == "sklearnex" else task for task in tasks]
+    >>> groups, notes = comparison_groups(gpu, experiment)
+    >>> [len(group.tasks) for group in groups], sorted(notes.values())[0].split(" (")[0]
+    ([1, 1, 1, 1], 'it needs another kind of machine than its reference case')
+    >>> alone = dataclasses.replace(experiment, measurement="isolated")
+    >>> [len(group.tasks) for group in comparison_groups(tasks, alone)[0]]
+    [1, 1, 1, 1]
+    """
+    if experiment.measurement != INTERLEAVED or experiment.reference is None:
+        return tuple(GroupTask((task,)) for task in tasks), {}
+    pending = {task.case_id for task in tasks}
+    everything = [task.case for task in tasks] + [case for case in experiment.cases
+                                                    if case.case_id in set(finished)]
+    references = {case_id: case.case_id for case_id, case
+                  in reference_cases(everything, experiment.reference).items()}
+    gpus = {task.case_id: CaseNeeds.of_case(task).gpus for task in tasks}
+    members: dict[str, list[CaseTask]] = {}
+    notes = {}
+    for task in tasks:
+        reference = references.get(task.case_id)
+        if reference is not None and reference in pending and gpus[reference] == gpus[task.case_id]:
+            members.setdefault(reference, []).append(task)
+        else:
+            members.setdefault(task.case_id, []).append(task)
+            if reference in pending and reference != task.case_id:
+                notes[task.case_id] = OTHER_MACHINE.format(mine=gpus[task.case_id],
+                                                           theirs=gpus[reference])
+            elif reference is not None and reference != task.case_id:
+                notes[task.case_id] = REFERENCE_DONE
+    groups = []
+    for key, found in members.items():
+        first = sorted(found, key=lambda task: task.case_id != key)   # the reference first
+        groups.append(GroupTask(tuple(first)))
+    return tuple(groups), notes
 
 
 def run_experiment(
@@ -252,6 +318,7 @@ def run_experiment(
     beyond = ensure_scale(experiment.cases, settings, only_available=only_available)
     case_ids = tuple(case.case_id for case in experiment.cases)
     attempts_before: dict[str, int] = {}
+    finished_before: tuple[str, ...] = ()
     if previous is not None:
         run = previous
         if run.spec_hash != experiment.text_hash:
@@ -267,6 +334,7 @@ def run_experiment(
                     done.discard(stored.case_id)
                     attempts_before[stored.case_id] = stored.attempts
         pending = [case for case in experiment.cases if case.case_id not in done]
+        finished_before = tuple(done)
         store.set_run_status(run.run_id, RunRecord.RUNNING)
     else:
         run = RunRecord(
@@ -309,21 +377,25 @@ def run_experiment(
                               threads=threads, environment=environment or None,
                               deterministic=plan.deterministic,
                               attempt=attempts_before.get(case.case_id, 0) + 1))
+    groups, notes = comparison_groups(tasks, experiment, finished_before)
     try:
         with make_executor(settings, progress=progress) as executor:
             try:
-                for outcome in executor.map(execute_case, tasks):
-                    if outcome.result is not None:
-                        result, arrays = outcome.result.result, outcome.result.arrays
-                    else:
-                        result = _lost(outcome.item, run.run_id, outcome.error or "",
-                                       outcome.failure)
-                        arrays = {}
-                    result = dataclasses.replace(result, attempts=_attempts(outcome))
-                    store.add_case_result(result, arrays, replace_failed=retry_failed)
-                    finished += 1
-                    if on_result is not None:
-                        on_result(result, finished, total)
+                for outcome in executor.map(execute_group, groups,
+                                            needs=[group.needs for group in groups]):
+                    for index, task in enumerate(outcome.item.tasks):
+                        if outcome.result is not None:
+                            result, arrays = outcome.result[index].result, outcome.result[index].arrays
+                        else:
+                            result = _lost(task, run.run_id, outcome.error or "", outcome.failure)
+                            arrays = {}
+                        result = dataclasses.replace(result, attempts=_attempts(task, outcome))
+                        if task.case_id in notes and not result.measurement_note:
+                            result = dataclasses.replace(result, measurement_note=notes[task.case_id])
+                        store.add_case_result(result, arrays, replace_failed=retry_failed)
+                        finished += 1
+                        if on_result is not None:
+                            on_result(result, finished, total)
             except BaseException:
                 # cases running on this machine (and their launchers and ranks) end with the run
                 end_running_cases()
@@ -507,6 +579,7 @@ def compare(
     resources: Mapping[str, object] | None = None,
     progress: Progress | None = None,
     keep: bool = False,
+    measurement: str = INTERLEAVED,
 ) -> Comparison:
     """Compare ``algorithm`` on several backends on in-memory ``data = (X, y)`` (y may be None).
 
@@ -523,6 +596,8 @@ def compare(
     choose where cases run, over accelml's cluster config, as ``--cluster``, ``--jobs`` and
     the resource flags do (:func:`accelml.executors.arguments.cluster_settings`); on a
     cluster, job and worker counts are printed to stderr unless ``progress`` is given.
+    ``measurement``: ``"interleaved"`` (the reference backend's case and each case compared
+    with it take timed rounds in turn, the speed-up from the paired rounds) or ``"isolated"``.
     """
     algorithms = [algorithm] if isinstance(algorithm, str) else list(algorithm)
     if isinstance(backends, str):
@@ -536,7 +611,8 @@ def compare(
         path = _save_data(directory, X, y)
         lines = [f"name = {_toml_value(name, 'name')}",
                  f"reference = {_toml_value(reference or backends[0], 'reference')}",
-                 f"warmup = {int(warmup)}", f"time_limit = {float(time_limit)!r}"]
+                 f"warmup = {int(warmup)}", f"time_limit = {float(time_limit)!r}",
+                 f"measurement = {_toml_value(measurement, 'measurement')}"]
         if isinstance(repeats, int):
             lines.append(f"repeats = {int(repeats)}")
         else:

@@ -5,8 +5,12 @@ parameters, workers and strategy: on the same device when there is one, else on 
 else any device. A case of the reference backend itself on an accelerator is compared with
 that backend's CPU case where there is one (XGBoost on CUDA against XGBoost on all cores:
 the move this comparison is about), else it is the reference.
-Speedup = reference median / case median, so 2.0 means twice as fast. Its interval comes
-from the two medians' confidence intervals (worst and best combination).
+Speedup = reference time / case time, so 2.0 means twice as fast. For two cases measured
+interleaved (one timed round each in turn, :mod:`accelml.runner.interleave`) it is the
+median of the per-round ratios, with the interval of that median over the paired ratios
+(``Speedup.measurement`` is ``interleaved``); for cases measured isolated it is the ratio of
+the medians, with the interval from the two medians' confidence intervals (worst and best
+combination).
 
 For deep-learning cases, scaling compares epoch times (first epoch excluded) with the
 1-worker case of the same backend, device, strategy, model, dataset and parameters (or,
@@ -37,12 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from accelml.cases import canonical_json
+from accelml.cases import INTERLEAVED, ISOLATED, Case, canonical_json
 from accelml.dl.strategies import default_strategy
 from accelml.estimators import ALGORITHMS, BACKENDS
-from accelml.results.records import CaseResult
+from accelml.results.records import CaseResult, paired_ratio
 
 PHASES = ("fit", "predict", "epoch")
 """The timed phases a report shows, in order."""
@@ -58,6 +62,7 @@ class Speedup:
     value: float
     low: float
     high: float
+    measurement: str = ISOLATED   # interleaved: from the paired rounds' ratios
 
 
 @dataclass(frozen=True)
@@ -72,19 +77,25 @@ class Scaling:
     images_per_second: float | None
 
 
-def _identity(result: CaseResult, *, with_workers: bool = True) -> str:
+def _identity(result: CaseResult | Case, *, with_workers: bool = True) -> str:
+    dataset = result.dataset if isinstance(result, CaseResult) else result.dataset.name
     return canonical_json({
-        "algorithm": result.algorithm, "dataset": result.dataset,
+        "algorithm": result.algorithm, "dataset": dataset,
         "params": dict(result.params),
         "workers": result.workers if with_workers else None,
         "strategy": result.strategy if with_workers else None,
     })
 
 
-def reference_cases(results: Iterable[CaseResult], reference: str) -> dict[str, CaseResult]:
-    """case_id -> the reference case it is compared with (cases without one are left out)."""
+Compared = TypeVar("Compared", CaseResult, Case)
+
+
+def reference_cases(results: Iterable[Compared], reference: str) -> dict[str, Compared]:
+    """case_id -> the reference case it is compared with (cases without one are left out);
+    stored results, or the cases of a run before they run (its comparison groups,
+    :mod:`accelml.runner.interleave`)."""
     results = list(results)
-    by_identity: dict[str, list[CaseResult]] = {}
+    by_identity: dict[str, list[Compared]] = {}
     for result in results:
         if result.backend == reference:
             by_identity.setdefault(_identity(result), []).append(result)
@@ -102,12 +113,30 @@ def reference_cases(results: Iterable[CaseResult], reference: str) -> dict[str, 
     return matched
 
 
+def paired(result: CaseResult, reference: CaseResult) -> bool:
+    """Whether the two cases took their rounds in turn, in one group of one run (their
+    samples pair round by round)."""
+    return (result.measurement == reference.measurement == INTERLEAVED
+            and result.run_id == reference.run_id and result.turn_group == reference.turn_group
+            and {result.case_id, reference.case_id} <= set(result.turn_group))
+
+
 def speedup(result: CaseResult, reference: CaseResult, phase: str = "fit") -> Speedup | None:
+    """``phase``'s speedup of ``result`` over ``reference``: for cases measured interleaved
+    (:func:`paired`), the median of the per-round ratios with that median's interval; else
+    the ratio of the medians, with the interval from the worst and best combination of the
+    medians' intervals."""
     mine, theirs = result.timing(phase), reference.timing(phase)
     if not (result.ok and reference.ok) or mine is None or theirs is None or mine.median <= 0:
         return None
     if result.case_id == reference.case_id:
         return Speedup(result.case_id, reference.case_id, phase, 1.0, 1.0, 1.0)
+    if paired(result, reference):
+        level = theirs.ci_level or mine.ci_level or 0.95
+        found = paired_ratio(theirs.samples, mine.samples, level)
+        if found is not None and found.rounds >= 2:
+            return Speedup(result.case_id, reference.case_id, phase, found.value, found.low,
+                           found.high, INTERLEAVED)
     low = theirs.ci_low / mine.ci_high if mine.ci_high > 0 else float("nan")
     high = theirs.ci_high / mine.ci_low if mine.ci_low > 0 else float("inf")
     return Speedup(result.case_id, reference.case_id, phase, theirs.median / mine.median, low, high)

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from accelml.cases import OVERSUBSCRIBE
+from accelml.cases import INTERLEAVED, ISOLATED, OVERSUBSCRIBE
 from accelml.report.layout import Column, Form, Layout, fit, render, wrap_lines
 from accelml.report.layout import rich_table as layout_table
 from accelml.report.measure import Measure, measures
@@ -308,12 +308,18 @@ def phase_speedup_text(value: Speedup, separator: str = " ") -> str:
     """'predict 1.58x (1.50-1.66)': the phase, its speedup and the speedup's interval
     (``separator`` goes before the interval: a newline keeps a terminal column narrow).
 
+    An interval from interleaved rounds' paired ratios says ``paired``; one from the two
+    medians' intervals (cases measured isolated) says nothing more.
+
     >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1))
     'fit 4.00x (3.9-4.1)'
     >>> phase_speedup_text(Speedup("b", "a", "fit", 1.47, 0.0, float("inf")))
     'fit 1.47x (n too small)'
+    >>> phase_speedup_text(Speedup("b", "a", "fit", 4.0, 3.9, 4.1, "interleaved"))
+    'fit 4.00x (3.9-4.1 paired)'
     """
-    interval = f"{separator}({value.low:.2g}-{value.high:.2g})" if has_interval(value) \
+    paired = " paired" if value.measurement == INTERLEAVED else ""
+    interval = f"{separator}({value.low:.2g}-{value.high:.2g}{paired})" if has_interval(value) \
         else f"{separator}(n too small)"
     return f"{value.phase} {value.value:.2f}x{interval}"
 
@@ -493,6 +499,15 @@ def table_notes(rows: list[Row]) -> dict[str, tuple[int, str]]:
     return notes
 
 
+SPEEDUP_INTERVALS = {
+    INTERLEAVED: "; (interval paired): the median of the per-round ratios of cases measured "
+                 "interleaved, and that median's interval",
+    ISOLATED: "; (interval): reference median / case median of cases measured isolated, "
+              "interval from the medians' confidence intervals",
+}
+"""What the legend says of each kind of speed-up interval (``Speedup.measurement``)."""
+
+
 def legend(rows: list[Row], width: int | None = None) -> str:
     """What the table's marks mean, what was abbreviated or left out at ``width``, then one
     numbered line per failure or different optimum with its reason (plain text: print it
@@ -507,9 +522,11 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     if any(row.oversubscribed for row in rows):
         notes.append("oversubscribed: more ranks than cores (oversubscribe = true); its times "
                      "measure sharing, not scaling")
-    if any(row.phase_speedups for row in rows):
-        notes.append("speedup: reference median / case median, main phase first, other phases "
-                     "beside it, (interval) from the medians' confidence intervals")
+    kinds = {value.measurement for row in rows if not row.is_reference
+             for value in row.phase_speedups}
+    if kinds:
+        notes.append("speedup: reference time / case time, main phase first, other phases "
+                     "beside it" + "".join(SPEEDUP_INTERVALS[kind] for kind in sorted(kinds)))
     if any(not row.is_reference and not has_interval(value)
            for row in rows for value in row.phase_speedups):
         notes.append(f"(n too small): {NO_INTERVAL} (its bounds would reach 0 and infinity); "

@@ -19,7 +19,11 @@ The types
     ``warmup`` (rounds counted and not), ``stopped_because`` (why repeating stopped:
     ``converged``, ``max_repeats``, ``max_seconds``, ``time_limit``, ``fixed``) and
     ``warmup_note`` (why a phase's first run was counted rather than thrown away as warm-up:
-    it already took seconds); ``iterations`` (what the fit of an iterative algorithm ran:
+    it already took seconds); ``measurement`` (``interleaved``: its rounds alternated with
+    those of the other cases of ``turn_group``, each in its own warm process, so its samples
+    pair round by round with theirs (:func:`paired_ratio`); ``isolated``: all its rounds back
+    to back, ``measurement_note`` saying why where interleaving was asked for);
+    ``iterations`` (what the fit of an iterative algorithm ran:
     ``n_iter_`` and the like, the implementation's record names it); ``scores``
     (``Score``); ``predictions`` (``ArrayRef``: content digests of arrays kept beside
     the store) and ``repeat_prediction_digests`` (the digest of the predictions of every
@@ -65,10 +69,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
-from accelml.cases import Case, JSONScalar, canonical_json
+from accelml.cases import ISOLATED, Case, JSONScalar, canonical_json
 from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a case result says how it was measured (``measurement``, ``turn_group``: interleaved
+rounds with the cases of its comparison group, or isolated); records of version 1 read as
+isolated."""
 
 
 PHASES = ("startup", "load", "place", "fit", "setup", "predict", "epoch")
@@ -166,6 +173,51 @@ def median_confidence_interval(
             break
         best = (ordered[k - 1], ordered[n - k], level)
     return best
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """The median of per-round ratios ``reference / case`` of two interleaved cases, with the
+    confidence interval of that median (:func:`median_confidence_interval` on the ratios)."""
+
+    value: float
+    low: float
+    high: float
+    level: float
+    rounds: int
+
+    @property
+    def halfwidth_rel(self) -> float:
+        """The interval's larger half-width relative to the median ratio."""
+        if self.value <= 0 or self.rounds < 2:
+            return math.inf
+        return max(self.value - self.low, self.high - self.value) / self.value
+
+
+def paired_ratio(reference: tuple[float, ...] | list[float], samples: tuple[float, ...] | list[float],
+                 confidence: float = 0.95) -> PairedRatio | None:
+    """``reference[i] / samples[i]`` per round, its median and that median's interval.
+
+    Samples of interleaved cases are kept in round order and every case times every phase in
+    the last round, so the rounds pair from the end: a case whose first run already counted
+    (it took seconds) has one sample more of that phase than a case that warmed up first.
+    None when a round has no positive time or fewer than one round pairs.
+
+    >>> found = paired_ratio([2.0, 2.2, 1.8, 2.0], [1.0, 1.1, 0.9, 1.0])
+    >>> found.value, found.low, found.high, found.rounds
+    (2.0, 2.0, 2.0, 4)
+    >>> paired_ratio([3.0, 2.0, 2.0], [1.0, 1.0]).rounds
+    2
+    """
+    count = min(len(reference), len(samples))
+    if count == 0:
+        return None
+    pairs = list(zip(reference[len(reference) - count:], samples[len(samples) - count:], strict=True))
+    if any(mine <= 0 for _, mine in pairs):
+        return None
+    ratios = [theirs / mine for theirs, mine in pairs]
+    low, high, level = median_confidence_interval(ratios, confidence)
+    return PairedRatio(statistics.median(ratios), max(low, 0.0), high, level, count)
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -473,6 +525,9 @@ class CaseResult(JSONRecord):
     finished_at: str = ""
     wall_seconds: float | None = None             # client-side, process start to result
     attempts: int = 1
+    measurement: str = ISOLATED                   # interleaved | isolated (cases.MEASUREMENTS)
+    turn_group: tuple[str, ...] = ()              # interleaved: the group's case ids in turn order, reference first
+    measurement_note: str = ""                    # why a case of an interleaving run was measured isolated
     schema_version: int = SCHEMA_VERSION
 
     OK = "ok"

@@ -356,12 +356,15 @@ class ResultsStore:
             connection.execute("COMMIT")
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
-        """Create the tables if needed (a write only the first time); refuse a newer schema."""
+        """Create the tables if needed (a write only the first time); refuse a newer schema.
+        A store of an older schema is marked with this one (its tables are the same; records
+        of every older version still read), so an older accelml names the reason it cannot
+        read the records written now."""
         try:
             row = connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.OperationalError:
             row = None
-        if row is not None and int(row[0]) <= SCHEMA_VERSION:
+        if row is not None and int(row[0]) == SCHEMA_VERSION:
             return
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -372,6 +375,9 @@ class ResultsStore:
             row = connection.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:
                 connection.execute("INSERT INTO meta VALUES ('schema_version', ?)",
+                                   (str(SCHEMA_VERSION),))
+            elif int(row[0]) < SCHEMA_VERSION:
+                connection.execute("UPDATE meta SET value=? WHERE key='schema_version'",
                                    (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(

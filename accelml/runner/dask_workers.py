@@ -307,6 +307,7 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
             one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
             target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
             max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
+            turns=context.turns,
         )
         predictions = state["predictions"]
         scores, extra = scores_for(task, state["estimator"], X_test, data.y_test, predictions)

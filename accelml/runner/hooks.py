@@ -43,6 +43,7 @@ from accelml.results.records import (
     PhaseTiming,
     Score,
 )
+from accelml.runner.measure import Turns
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class MeasureContext:
     workdir: str
     deadline_monotonic: float | None
     threads: int | None
+    turns: Turns | None = None
+    """Set in an interleaved comparison group: a measurer that repeats rounds passes it to
+    :func:`accelml.runner.measure.repeat_until_stable` (one that does not, e.g. a training's
+    epochs, is measured alone in its turn)."""
 
 
 @dataclass(frozen=True)

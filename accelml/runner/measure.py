@@ -23,12 +23,14 @@ repeat (``warmup_note`` says so): a second 15-second fit would buy nothing.
 
 from __future__ import annotations
 
+import json
+import os
 import resource
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -57,6 +59,49 @@ def host_copy(value: Any) -> Any:
         return value
 
 
+GO = "go"
+"""The coordinator's command for one timed round; ``stop REASON`` ends the rounds."""
+
+
+class Turns:
+    """A case process's end of the turn pipes of an interleaved comparison group
+    (:mod:`accelml.runner.interleave`): it waits for its turn before each timed round and
+    tells the coordinator what the round measured; the coordinator decides when rounds stop.
+
+    Lines go both ways: the coordinator sends ``go`` or ``stop REASON``; the case answers
+    ``{"ready": {phase: seconds}}`` once its warm-up is done (the phases whose first run
+    counted) and ``{"round": {phase: seconds}}`` after each round.
+    """
+
+    def __init__(self, commands: IO[str], replies: IO[str]):
+        self._commands, self._replies = commands, replies
+
+    @classmethod
+    def from_fds(cls, fds: tuple[int, int]) -> Turns:
+        """The turns over the inherited descriptors ``(commands, replies)``."""
+        return cls(os.fdopen(fds[0], "r"), os.fdopen(fds[1], "w"))
+
+    def _send(self, message: dict[str, dict[str, float]]) -> None:
+        self._replies.write(json.dumps(message) + "\n")
+        self._replies.flush()
+
+    def ready(self, counted: dict[str, float]) -> None:
+        self._send({"ready": counted})
+
+    def report(self, measured: dict[str, float]) -> None:
+        self._send({"round": measured})
+
+    def next(self) -> str | None:
+        """Wait for the next command: None for a round, else why the rounds stop. Raises
+        :class:`RuntimeError` when the coordinator is gone (its pipe closed without a word):
+        the case ends at once instead of measuring on for nobody."""
+        line = self._commands.readline()
+        if not line:
+            raise RuntimeError("the coordinator of its comparison group is gone")
+        line = line.strip()
+        return None if line == GO else line.removeprefix("stop").strip()
+
+
 @dataclass(frozen=True)
 class RepeatOutcome:
     timings: dict[str, PhaseTiming]
@@ -78,6 +123,7 @@ def repeat_until_stable(
     max_seconds: float | None = None,
     deadline: float | None = None,
     skip_warmup_after: float | None = None,
+    turns: Turns | None = None,
 ) -> RepeatOutcome:
     """Run ``round_(index)`` (index < 0 for warm-up) until every phase's median is stable.
 
@@ -88,6 +134,10 @@ def repeat_until_stable(
     warm-up runs (the faster phases of the round, e.g. a quick predict after a long fit, had
     their warm-up in it and get one sample fewer). ``counted_rounds`` lists the round indexes
     whose samples count, so the caller keeps the right outputs.
+
+    With ``turns`` (an interleaved comparison group), the warm-up runs as above, then each
+    counted round waits for its turn and the coordinator's stopping rule ends them (on the
+    paired ratios of the group, :func:`accelml.runner.interleave.execute_group`).
     """
     warmup_samples: dict[str, list[float]] = {}
     samples: dict[str, list[float]] = {}
@@ -112,7 +162,20 @@ def repeat_until_stable(
                      for phase, seconds in counted_first.items())
     started = time.monotonic()
     stopped = "max_repeats"
-    while rounds < max_repeats:
+    alone = turns is None
+    if turns is not None:
+        turns.ready({phase: seconds for phase, seconds in counted_first.items()})
+        first = rounds
+        while (reason := turns.next()) is None:
+            measured = round_(rounds)
+            for phase, seconds in measured.items():
+                samples.setdefault(phase, []).append(seconds)
+            counted_rounds.append(rounds)
+            rounds += 1
+            turns.report(measured)
+        alone = rounds == first   # the group ended before this case's first turn: alone, as usual
+        stopped = "max_repeats" if alone else reason
+    while alone and rounds < max_repeats:
         round_started = time.monotonic()
         for phase, seconds in round_(rounds).items():
             samples.setdefault(phase, []).append(seconds)

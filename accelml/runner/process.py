@@ -136,6 +136,7 @@ class CaseInput(JSONRecord):
     attempt: int = 1
     spawned_at: float | None = None
     deterministic: bool = False
+    turn_fds: tuple[int, int] | None = None   # (commands, replies): rounds in turn (runner.interleave)
 
 
 @dataclass(frozen=True)
@@ -280,9 +281,43 @@ def _sweep_scratch(task: CaseTask) -> None:
         sweep(parent, SCRATCH_PREFIXES)
 
 
+class TurnControl:
+    """What an interleaved comparison group's coordinator (:mod:`accelml.runner.interleave`)
+    holds of one case process it runs: the descriptors the process inherits for its turns,
+    and :meth:`expire`, which ends it as timed out (a round past the case's time limit)."""
+
+    def __init__(self, child_fds: tuple[int, int], time_limit_s: float):
+        self.child_fds = child_fds
+        self.time_limit_s = time_limit_s
+        self.expired = threading.Event()
+        self.started = threading.Event()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stacks_dir: Path | None = None
+
+    def attach(self, process: subprocess.Popen[bytes], stacks_dir: Path) -> None:
+        self._process, self._stacks_dir = process, stacks_dir
+        for fd in self.child_fds:   # the process has its copies; EOF reaches the coordinator
+            os.close(fd)
+        self.started.set()
+
+    def expire(self) -> None:
+        process, stacks_dir = self._process, self._stacks_dir
+        if process is None or stacks_dir is None or process.poll() is not None:
+            return
+        self.expired.set()
+        _ask_for_stacks(process, stacks_dir)
+        _kill_group(process, wait=False)
+
+
 def execute_case(task: CaseTask) -> CaseOutput:
     """Run one case in a fresh process; see the module docstring."""
-    time_limit = task.case.time_limit_s or 600.0
+    return run_case_process(task)
+
+
+def run_case_process(task: CaseTask, turns: TurnControl | None = None) -> CaseOutput:
+    """Run one case in a fresh process; with ``turns``, its rounds wait for their turn
+    (an interleaved group) and its process may run for the group's time limit."""
+    time_limit = (turns.time_limit_s if turns is not None else task.case.time_limit_s) or 600.0
     memory_limit_mb = task.case.memory_limit_mb
     _sweep_scratch(task)
     scratch = Path(make_scratch("accelml-case-", task.workdir))
@@ -294,7 +329,8 @@ def execute_case(task: CaseTask) -> CaseOutput:
         inputs = CaseInput(case=task.case, run_id=task.run_id, arrays_dir=str(scratch / "arrays"),
                            cache_dir=task.cache_dir, threads=task.threads, time_limit_s=time_limit,
                            attempt=task.attempt, spawned_at=spawned_at,
-                           deterministic=task.deterministic)
+                           deterministic=task.deterministic,
+                           turn_fds=None if turns is None else turns.child_fds)
         input_path.write_text(json.dumps(inputs.to_dict()))
         env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
                "PYTHONUNBUFFERED": "1", STACKS_DIR_VARIABLE: str(stacks_dir)}
@@ -308,11 +344,14 @@ def execute_case(task: CaseTask) -> CaseOutput:
                 [task.python or sys.executable, "-m", "accelml", "run-case", str(input_path),
                  "--output", str(output_path)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+                pass_fds=() if turns is None else turns.child_fds,
                 # Same session and process group as the client: the same CPU share (the
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
             )
             with _RUNNING_LOCK:
                 _RUNNING[process.pid] = (process, scratch)
+            if turns is not None:
+                turns.attach(process, stacks_dir)
             peak_rss = 0
             verdict: tuple[FailureKind, str] | None = None
             try:
@@ -338,6 +377,8 @@ def execute_case(task: CaseTask) -> CaseOutput:
                         timer.cancel()
                     if expired.is_set() and process.returncode != 0:
                         verdict = _timed_out(time_limit, stderr_path, stacks_dir)
+                if turns is not None and turns.expired.is_set() and process.returncode != 0:
+                    verdict = _timed_out(task.case.time_limit_s, stderr_path, stacks_dir)
             except BaseException:
                 _kill_group(process)
                 raise

@@ -53,6 +53,7 @@ from accelml.runner.environment import fingerprint
 from accelml.runner.hooks import MeasureContext, Measurements, measurer_for
 from accelml.runner.measure import (
     GPUMemorySampler,
+    Turns,
     host_copy,
     peak_host_memory_bytes,
     repeat_until_stable,
@@ -187,7 +188,7 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
         one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
         target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
         max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
-        skip_warmup_after=policy.skip_warmup_after,
+        skip_warmup_after=policy.skip_warmup_after, turns=context.turns,
     )
     estimator, predictions = state["estimator"], state["predictions"]
     y_eval = data.y_train if fit_only else data.y_test
@@ -249,7 +250,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
     deadline = None
     if inputs.time_limit_s:
         deadline = time.monotonic() + float(inputs.time_limit_s) - startup
-    context = MeasureContext(inputs.cache_dir, str(arrays_dir.parent), deadline, threads)
+    turns = None if inputs.turn_fds is None else Turns.from_fds(inputs.turn_fds)
+    context = MeasureContext(inputs.cache_dir, str(arrays_dir.parent), deadline, threads, turns)
     attempts = inputs.attempt
     pools: tuple[tuple[str, int], ...] = ()
     stored: list[str] = []

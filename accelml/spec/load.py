@@ -19,6 +19,8 @@ A spec::
     threads = 1                    # threads each case may use (default: the cores it is given)
     deterministic = false          # true: seeds filled in where unset, TF op determinism,
                                    # Horovod fusion off (see accelml.runner.determinism)
+    measurement = "interleaved"    # the reference case and the cases compared with it take
+                                   # timed rounds in turn; "isolated": each case alone
 
     [datasets.blobs]
     source = "generated"           # generated | shipped | file | keras | openml
@@ -62,7 +64,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
+from accelml.cases import (
+    INTERLEAVED,
+    MEASUREMENTS,
+    Case,
+    DatasetSpec,
+    Experiment,
+    RepeatPolicy,
+    canonical_json,
+)
 from accelml.datasets.loaders import FILE_FORMATS, file_problem
 from accelml.datasets.registry import NAMED_SOURCES, dataset_task
 from accelml.dl.config import TrainingConfig, training_config_dict
@@ -534,12 +544,15 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
     cluster = document.get("cluster")
     if cluster is not None:
         _check_cluster(spec, cluster)
+    measurement = document.get("measurement", INTERLEAVED)
+    spec.one_of(measurement, MEASUREMENTS, "measurement", "measurement")
     name = document.get("name") or Path(source).stem
     return Experiment(name=name, text=text, path=source, datasets=tuple(datasets.values()),
                       cases=tuple(cases), reference=reference,
                       description=document.get("description", ""),
                       cluster_json=canonical_json(cluster) if cluster is not None else "",
-                      deterministic=document.get("deterministic", False))
+                      deterministic=document.get("deterministic", False),
+                      measurement=measurement)
 
 
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:

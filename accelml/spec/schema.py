@@ -36,6 +36,9 @@ EXPERIMENT_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "threads": ((int,), "an integer >= 1"),
     "seed": _INT,
     "deterministic": ((bool,), "true or false (run every case in deterministic mode)"),
+    "measurement": ((str,), "'interleaved' (a reference case and the cases compared with it take "
+                            "timed rounds in turn, each in its own process) or 'isolated' (each "
+                            "case's rounds back to back, alone)"),
     "datasets": ((dict,), "a table of dataset tables ([datasets.NAME])"),
     "cluster": ((dict,), "a table of cluster settings ([cluster]: kind, jobs, resources, ...)"),
     "cases": ((list,), "an array of tables ([[cases]])"),
@@ -111,7 +114,7 @@ EXAMPLES: dict[str, object] = {
     "spec.name": "my_comparison", "spec.description": "sklearn vs sklearnex on our data",
     "spec.reference": "sklearn", "spec.repeats": 5, "spec.warmup": 1, "spec.time_limit": 600,
     "spec.memory_limit_mb": 4096, "spec.threads": 4, "spec.seed": 0, "spec.deterministic": True,
-    "spec.datasets": {"blobs": {"source": "generated", "generator": "blobs"}},
+    "spec.measurement": "isolated", "spec.datasets": {"blobs": {"source": "generated", "generator": "blobs"}},
     "spec.cluster": {"kind": "slurm", "jobs": 4}, "spec.cases": [{"algorithm": "kmeans"}],
     "repeats.min": 3, "repeats.max": 10, "repeats.target": 0.05, "repeats.confidence": 0.95,
     "repeats.max_seconds": 60, "repeats.skip_warmup_after": 2.0,
@@ -139,6 +142,7 @@ DEFAULTS: dict[str, str] = {
     "spec.reference": "none: no speed-up or agreement column", "spec.warmup": "1",
     "spec.time_limit": "600", "spec.memory_limit_mb": "no limit",
     "spec.threads": "the cores the case is given", "spec.seed": "0", "spec.deterministic": "false",
+    "spec.measurement": "interleaved (isolated where a case has no reference case to take turns with)",
     "spec.datasets": "required", "spec.cluster": "a LocalCluster here", "spec.cases": "required",
     "repeats.max_seconds": "no limit",
     "datasets.source": "required", "datasets.generator": "required", "datasets.name": "required",
