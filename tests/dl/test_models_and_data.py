@@ -58,6 +58,35 @@ def test_digits_and_generated_images():
     assert np.array_equal(images.x_train, generated_images(64, 16, size=12, seed=1).x_train)
 
 
+def test_generated_images_are_learnable_but_not_trivially():
+    # A small CNN after two short epochs: far above chance (0.1), below 1.0 (the images were
+    # 1.0 for every model before: a 4x4 pattern per class plus noise). 8% of the test labels
+    # are flipped, so no model can pass 0.92 on them.
+    pytest.importorskip("jax", reason="jax is not installed")
+    from accelml.datasets.loaders import IMAGE_LABEL_NOISE
+    from accelml.dl import TrainingConfig, launch
+
+    config = TrainingConfig(strategy="keras-fit", keras_backend="jax", model="fashion_mnist_cnn",
+                            dataset="generated", image_size=12, train_samples=1200,
+                            test_samples=400, batch_size=32, epochs=2, learning_rate=0.02,
+                            seed=0, time_limit_s=300)
+    accuracy = launch(config).test_accuracy
+    assert accuracy is not None and 0.3 < accuracy <= 1 - IMAGE_LABEL_NOISE + 0.02
+
+
+def test_generated_images_flip_a_fixed_share_of_labels_and_repeat_per_seed():
+    from accelml.datasets.loaders import IMAGE_LABEL_NOISE
+    from accelml.datasets.loaders import generated_images as arrays
+
+    noisy, clean = arrays(500, 200, size=8, seed=3), arrays(500, 200, size=8, seed=3, label_noise=0)
+    assert all(np.array_equal(a, b) for a, b in zip(noisy, arrays(500, 200, size=8, seed=3), strict=True))
+    assert np.array_equal(noisy[0], clean[0]) and np.array_equal(noisy[2], clean[2])
+    # exactly 8% of each split's labels name another class: the ceiling of any model's accuracy
+    assert (noisy[1] != clean[1]).sum() == round(IMAGE_LABEL_NOISE * 500) == 40
+    assert (noisy[3] != clean[3]).sum() == 16
+    assert not np.array_equal(noisy[0], arrays(500, 200, size=8, seed=4)[0])
+
+
 def test_keras_npz_layout_from_local_path(tmp_path):
     rng = np.random.default_rng(0)
     path = tmp_path / "mnist.npz"
