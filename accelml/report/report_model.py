@@ -25,10 +25,10 @@ from accelml.report.figures import (
     write_plots,
 )
 from accelml.report.labels import case_label
-from accelml.report.repro import AgreementMatrix, agreement_matrix
-from accelml.report.speed import GeometricMeanSpeedup
+from accelml.report.repro import AgreementMatrix, agreement_matrix, cross_strategy_pairs
+from accelml.report.speed import EngineComparison, GeometricMeanSpeedup, engine_comparisons
 from accelml.report.table import Row, json_clean, render_text
-from accelml.report.terminal import against_text, scaling_text, speedup_text
+from accelml.report.terminal import against_text, engines_text, scaling_text, speedup_text
 from accelml.results.records import CaseResult, Environment, RunRecord
 from accelml.results.store import ResultsStore
 
@@ -93,6 +93,7 @@ class RunReport:
             "columns": [name for name, _ in COLUMNS],
             "rows": self.records(),
             "geometric_mean_speedups": [s.to_dict() for s in self.speedups],
+            "engine_comparisons": [c.to_dict() for c in self.engine_comparisons()],
             "failed": [{"case_id": r.case_id, "label": case_label(r),
                         "failure": r.failure.value, "reason": r.reason} for r in self.failed],
             "missing": list(self.missing),
@@ -109,6 +110,10 @@ class RunReport:
 
     def write_csv(self, path: str | os.PathLike[str]) -> Path:
         return write_csv(self.records(), path)
+
+    def engine_comparisons(self) -> tuple[EngineComparison, ...]:
+        """Images/s per GPU of every cross-strategy pair, with the engines' 1-GPU ratio."""
+        return engine_comparisons(cross_strategy_pairs(self.results))
 
     # -- agreement -------------------------------------------------------------------------
 
@@ -175,6 +180,7 @@ class RunReport:
         if self.speedups or not scaling:
             parts.append(speedup_text(self.reference, self.speedups))
         parts.append(scaling)
+        parts.append(engines_text(self.engine_comparisons()))
         if self.failed:
             lines = [f"{len(self.failed)} of {len(self.results)} case(s) FAILED:"]
             lines += [f"  {r.case_id} {case_label(r)}: {r.failure.value}: {r.reason}"
