@@ -24,8 +24,8 @@ from accelml.report.figures import (
     time_charts,
     write_plots,
 )
-from accelml.report.labels import case_label
-from accelml.report.repro import AgreementMatrix, agreement_matrix, cross_strategy_pairs
+from accelml.report.labels import case_label, params_text, varying_params
+from accelml.report.repro import ENGINE_PARAMS, AgreementMatrix, agreement_matrix, cross_strategy_pairs
 from accelml.report.speed import EngineComparison, GeometricMeanSpeedup, engine_comparisons
 from accelml.report.table import Row, json_clean, render_text
 from accelml.report.terminal import against_text, engines_text, scaling_text, speedup_text
@@ -113,7 +113,13 @@ class RunReport:
 
     def engine_comparisons(self) -> tuple[EngineComparison, ...]:
         """Images/s per GPU of every cross-strategy pair, with the engines' 1-GPU ratio."""
-        return engine_comparisons(cross_strategy_pairs(self.results))
+        names = tuple(name for name in varying_params(self.results) if name not in ENGINE_PARAMS)
+
+        def label(result: CaseResult) -> str:
+            shown = params_text(result, names)
+            return f"{result.algorithm} on {result.dataset}" + (f" ({shown})" if shown else "")
+
+        return engine_comparisons(cross_strategy_pairs(self.results), label)
 
     # -- agreement -------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ optimum against 5 is not a slower implementation.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -398,6 +398,11 @@ def engine_of(result: CaseResult) -> str | None:
     return requested if isinstance(requested, str) else record.keras_backend
 
 
+def _times(value: float) -> str:
+    """A ratio with two decimals (two significant digits below 0.1): '5.76', '0.076'."""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
 @dataclass(frozen=True)
 class EngineComparison:
     """Two strategies' cases at the same worker count, per worker, beside their 1-worker cases.
@@ -436,15 +441,21 @@ class EngineComparison:
         head = f"{self.label} x{self.workers} [{self.strategy}] vs [{self.reference_strategy}]: "
         rates = (f"{self.per_worker:,.0f} vs {self.reference_per_worker:,.0f} images/s "
                  f"per {unit}")
-        engines = (f"per {unit}, engine {self.engine} = {self.engine_ratio:.2g} × engine "
-                   f"{self.reference_engine}" if self.engine_ratio is not None else "")
+        if self.engine_ratio is None:
+            engines = ""
+        elif self.engine == self.reference_engine:
+            engines = (f"same engine ({self.engine}): per {unit}, {self.strategy} = "
+                       f"{_times(self.engine_ratio)} × {self.reference_strategy}")
+        else:
+            engines = (f"per {unit}, engine {self.engine} = {_times(self.engine_ratio)} × "
+                       f"engine {self.reference_engine}")
         if self.workers == 1:
             return head + (f"{engines} ({rates})" if engines else rates)
-        found = f"{rates} ({self.ratio:.2g}×)"
+        found = f"{rates} ({_times(self.ratio)}×)"
         if self.engine_ratio is None:
             return head + found + f"; no 1-{unit} pair to tell the engines apart"
         return (head + f"{found}; {engines} on 1 {unit}, so the strategies account for "
-                f"{self.ratio / self.engine_ratio:.2g}×")
+                f"{_times(self.ratio / self.engine_ratio)}×")
 
     def to_dict(self) -> dict[str, Any]:
         return {"case_id": self.case_id, "reference_case_id": self.reference_case_id,
@@ -457,12 +468,14 @@ class EngineComparison:
                 "ratio": self.ratio, "engine_ratio": self.engine_ratio, "text": self.text()}
 
 
-def engine_comparisons(pairs: Iterable[tuple[CaseResult, CaseResult]]
+def engine_comparisons(pairs: Iterable[tuple[CaseResult, CaseResult]],
+                       label: Callable[[CaseResult], str] | None = None
                        ) -> tuple[EngineComparison, ...]:
     """Per-worker images/s of each ``(reference, case)`` pair of deep-learning cases of two
     strategies (the agreement's cross-strategy pairs,
     :func:`accelml.report.repro.cross_strategy_pairs`), with the engines' ratio taken from
-    the pair's 1-worker cases (the same two strategies, model, data and parameters)."""
+    the pair's 1-worker cases (the same two strategies, model, data and parameters).
+    ``label`` names a pair by its case (default: "model on dataset")."""
     found = []
     for reference, case in pairs:
         rate, reference_rate = images_per_worker(case), images_per_worker(reference)
@@ -479,7 +492,8 @@ def engine_comparisons(pairs: Iterable[tuple[CaseResult, CaseResult]]
               for reference, case, rate, reference_rate, _, _ in found if case.workers == 1}
     comparisons = [
         EngineComparison(
-            case.case_id, reference.case_id, f"{case.algorithm} on {case.dataset}", case.device,
+            case.case_id, reference.case_id,
+            label(case) if label else f"{case.algorithm} on {case.dataset}", case.device,
             case.workers, case.strategy or default_strategy().name, engine, rate,
             reference.strategy or default_strategy().name, reference_engine, reference_rate,
             single.get((key(reference), key(case))))
