@@ -23,7 +23,7 @@ COLUMNS: tuple[tuple[str, type], ...] = (
     *((f"{phase}_{part}", int if part == "n" else float)
       for phase in PHASES for part in ("median", "q1", "q3", "n")),
     ("speedup", float), ("speedup_low", float), ("speedup_high", float), ("efficiency", float),
-    ("main_phase", str),
+    ("images_per_second_per_worker", float), ("main_phase", str),
     *((f"{phase}_speedup{part}", float) for phase in PHASES for part in ("", "_low", "_high")),
     ("iterations", int), ("reference_iterations", int), ("seconds_per_iteration", float),
     ("reference_seconds_per_iteration", float), ("per_iteration_speedup", float),
@@ -40,7 +40,8 @@ COLUMNS: tuple[tuple[str, type], ...] = (
 ``_high`` (its interval) is every phase's; ``iterations`` and the per-iteration figures are
 for iterative fits; ``different_optimum`` is true when the fit's ``objective`` differs from
 the reference's beyond its tolerance (``optimum_reason`` says by how much and why);
-``ranks_identical`` / ``ranks_differing`` (e.g. "1 3") for data-parallel cases."""
+``ranks_identical`` / ``ranks_differing`` (e.g. "1 3") for data-parallel cases;
+``images_per_second_per_worker``: a deep-learning case's images/s per worker (per GPU)."""
 
 
 def _finite(value: float | None) -> float | None:
@@ -89,6 +90,7 @@ def table_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
             warmup_note=row.warmup_note or None,
             speedup=_finite(row.speedup), speedup_low=_finite(row.speedup_low),
             speedup_high=_finite(row.speedup_high), efficiency=_finite(row.efficiency),
+            images_per_second_per_worker=_finite(row.images_per_worker),
             score_name=row.score_name, score=_finite(row.score),
             agreement_kind=None if row.agreement is None else row.agreement.kind,
             agreement=None if row.agreement is None else _finite(row.agreement.value),

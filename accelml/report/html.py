@@ -27,7 +27,7 @@ from accelml.report.environment import environment_fields
 from accelml.report.labels import case_label, params_text, varying_params
 from accelml.report.report_model import RunReport
 from accelml.report.repro import AgreementMatrix, CaseRef
-from accelml.report.speed import PHASES
+from accelml.report.speed import PHASES, worker_unit
 from accelml.report.table import Row, TimingCell, phase_speedup_text, ranks_text
 from accelml.report.terminal import crossover_lines
 
@@ -114,6 +114,8 @@ def _table(report: RunReport) -> dict[str, Any]:
             "params": "" if result is None else params_text(result, names),
             "fit": cells["fit"], "predict": cells["predict"], "epoch": cells["epoch"],
             "speedup": _speedup_text(row),
+            "per_worker": "" if row.images_per_worker is None else
+                          f"{row.images_per_worker:,.0f} images/s per {worker_unit(row.device)}",
             "score": "–" if row.score is None else f"{row.score_name} {row.score:.4g}",
             "agreement": "–" if row.status != "ok" else "reference" if row.is_reference else (
                 row.agreement.text if row.agreement else "–"),
@@ -301,6 +303,7 @@ def render_html(report: RunReport) -> str:
         scaling_tables=_scaling_tables(report),
         crossovers=[dict(zip(("measured", "verdict", "basis"), crossover_lines(crossover), strict=True))
                     for crossover in report.crossovers()],
+        engines=[comparison.text() for comparison in report.engine_comparisons()],
         agreement=None if matrix is None else _agreement_table(report, matrix),
         agreement_error=section.error,
         skipped=[] if matrix is None else list(matrix.skipped),

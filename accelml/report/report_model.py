@@ -25,11 +25,11 @@ from accelml.report.figures import (
     time_charts,
     write_plots,
 )
-from accelml.report.labels import case_label
-from accelml.report.repro import AgreementMatrix, agreement_matrix
-from accelml.report.speed import GeometricMeanSpeedup
+from accelml.report.labels import case_label, params_text, varying_params
+from accelml.report.repro import ENGINE_PARAMS, AgreementMatrix, agreement_matrix, cross_strategy_pairs
+from accelml.report.speed import EngineComparison, GeometricMeanSpeedup, engine_comparisons
 from accelml.report.table import Row, json_clean, render_text
-from accelml.report.terminal import against_text, crossover_text, scaling_text, speedup_text
+from accelml.report.terminal import against_text, crossover_text, engines_text, scaling_text, speedup_text
 from accelml.results.records import CaseResult, Environment, RunRecord
 from accelml.results.store import ResultsStore
 
@@ -104,6 +104,7 @@ class RunReport:
             "columns": [name for name, _ in COLUMNS],
             "rows": self.records(),
             "geometric_mean_speedups": [s.to_dict() for s in self.speedups],
+            "engine_comparisons": [c.to_dict() for c in self.engine_comparisons()],
             "failed": [{"case_id": r.case_id, "label": case_label(r),
                         "failure": r.failure.value, "reason": r.reason} for r in self.failed],
             "skipped": [{"case_id": r.case_id, "label": case_label(r), "reason": r.reason}
@@ -123,6 +124,16 @@ class RunReport:
 
     def write_csv(self, path: str | os.PathLike[str]) -> Path:
         return write_csv(self.records(), path)
+
+    def engine_comparisons(self) -> tuple[EngineComparison, ...]:
+        """Images/s per GPU of every cross-strategy pair, with the engines' 1-GPU ratio."""
+        names = tuple(name for name in varying_params(self.results) if name not in ENGINE_PARAMS)
+
+        def label(result: CaseResult) -> str:
+            shown = params_text(result, names)
+            return f"{result.algorithm} on {result.dataset}" + (f" ({shown})" if shown else "")
+
+        return engine_comparisons(cross_strategy_pairs(self.results), label)
 
     # -- agreement -------------------------------------------------------------------------
 
@@ -190,6 +201,7 @@ class RunReport:
             parts.append(speedup_text(self.reference, self.speedups))
         parts.append(scaling)
         parts.append(crossover_text(self.crossovers()))
+        parts.append(engines_text(self.engine_comparisons()))
         if self.failed:
             lines = [f"{len(self.failed)} of {len(self.results)} case(s) FAILED:"]
             lines += [f"  {r.case_id} {case_label(r)}: {r.failure.value}: {r.reason}"

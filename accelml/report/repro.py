@@ -305,6 +305,17 @@ def _pairs(results: list[CaseResult], leave_out: tuple[str, ...],
     return pairs
 
 
+def cross_strategy_pairs(results: Iterable[CaseResult]) -> list[tuple[CaseResult, CaseResult]]:
+    """``(reference, other)`` of every cross-strategy comparison: each successful case of
+    another strategy against the same case (workers, model, data, parameters; the engine
+    keys :data:`ENGINE_PARAMS` left out) of the run's first strategy."""
+    ok = [r for r in results if r.ok]
+    strategies = list(dict.fromkeys(r.strategy for r in ok if r.strategy is not None))
+    if len(strategies) < 2:
+        return []
+    return _pairs(ok, ("strategy",), lambda r: r.strategy == strategies[0])
+
+
 @dataclass(frozen=True)
 class MatrixRow:
     """One line of the matrix: a run-to-run entry (``other`` is None) or a comparison."""
@@ -544,10 +555,9 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_device = comparisons("cross-device", ("device",), lambda r: r.device == "cpu")
     cross_scale = comparisons("cross-scale", ("workers", "strategy"), lambda r: r.workers == 1,
                               _same_strategy_reference)
-    strategies = list(dict.fromkeys(r.strategy for r in ok if r.strategy is not None))
-    cross_strategy = (comparisons("cross-strategy", ("strategy",),
-                                  lambda r: r.strategy == strategies[0])
-                      if len(strategies) > 1 else ())
+    cross_strategy = tuple(compare_results(store, a, store, b, kind="cross-strategy",
+                                           deterministic=deterministic, measures_used=used)
+                           for a, b in cross_strategy_pairs(ok))
     cross_run: tuple[Agreement, ...] = ()
     if against is not None:
         other_store, other_run = against

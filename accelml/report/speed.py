@@ -39,12 +39,12 @@ optimum against 5 is not a slower implementation.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from accelml.cases import INTERLEAVED, ISOLATED, Case, canonical_json
-from accelml.dl.strategies import default_strategy
+from accelml.dl.strategies import default_strategy, find_strategy
 from accelml.estimators import ALGORITHMS, BACKENDS
 from accelml.results.records import CaseResult, paired_ratio
 
@@ -396,3 +396,135 @@ def geometric_mean_speedups(results: Iterable[CaseResult], reference: str | None
                                               len(values), min(values), max(values)))
     order = {phase: index for index, phase in enumerate(PHASES)}
     return tuple(sorted(found, key=lambda s: (s.backend, s.device, order[s.phase])))
+
+
+def images_per_worker(result: CaseResult) -> float | None:
+    """Images/s of a deep-learning case per worker (per GPU on GPUs): its images/s, warm-up
+    epochs left out, over its workers; None for other cases.
+
+    >>> from accelml.results.records import DLMeasurements
+    >>> dl = DLMeasurements("cnn", (), 64, 4, 0.01, 10_000.0)
+    >>> images_per_worker(CaseResult("r", "c", "cnn", "keras", "cuda", "d", "ok", workers=4, dl=dl))
+    2500.0
+    """
+    if result.dl is None or not result.ok or not result.dl.images_per_second > 0:
+        return None
+    return result.dl.images_per_second / max(1, result.dl.workers)
+
+
+def worker_unit(device: str) -> str:
+    """What one worker of a case on ``device`` is called: ``GPU`` except on the CPU."""
+    return "worker" if device == "cpu" else "GPU"
+
+
+def engine_of(result: CaseResult) -> str | None:
+    """The Keras engine a deep-learning case trained on: its ``keras_backend``, else its
+    strategy's default (None for other cases, or a strategy not installed here)."""
+    record = find_strategy(result.strategy)
+    if result.dl is None or record is None:
+        return None
+    requested = dict(result.params).get("keras_backend")
+    return requested if isinstance(requested, str) else record.keras_backend
+
+
+def _times(value: float) -> str:
+    """A ratio with two decimals (two significant digits below 0.1): '5.76', '0.076'."""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
+@dataclass(frozen=True)
+class EngineComparison:
+    """Two strategies' cases at the same worker count, per worker, beside their 1-worker cases.
+
+    ``engine_ratio`` is the 1-worker per-GPU ratio: the engines' (``case`` over
+    ``reference``); at N workers, ``ratio`` / ``engine_ratio`` is what the strategies
+    themselves add (their efficiencies' ratio).
+    """
+
+    case_id: str
+    reference_case_id: str
+    label: str                     # "resnet50v2 on synthetic_128"
+    device: str
+    workers: int
+    strategy: str
+    engine: str
+    per_worker: float              # images/s per worker
+    reference_strategy: str
+    reference_engine: str
+    reference_per_worker: float
+    engine_ratio: float | None     # the 1-worker cases' per-worker ratio (None: no such pair)
+
+    @property
+    def ratio(self) -> float:
+        return self.per_worker / self.reference_per_worker
+
+    def text(self) -> str:
+        """'x1 [torch-ddp] vs [jax-pmean]: per GPU, engine torch = 0.17 x engine jax (...)'.
+
+        >>> one = EngineComparison("b", "a", "cnn on d", "cuda", 1, "torch-ddp", "torch", 1000.0,
+        ...                        "jax-pmean", "jax", 4000.0, 0.25)
+        >>> one.text()[len("cnn on d x1 [torch-ddp] vs [jax-pmean]: "):]
+        'per GPU, engine torch = 0.25 × engine jax (1,000 vs 4,000 images/s per GPU)'
+        """
+        unit = worker_unit(self.device)
+        head = f"{self.label} x{self.workers} [{self.strategy}] vs [{self.reference_strategy}]: "
+        rates = (f"{self.per_worker:,.0f} vs {self.reference_per_worker:,.0f} images/s "
+                 f"per {unit}")
+        if self.engine_ratio is None:
+            engines = ""
+        elif self.engine == self.reference_engine:
+            engines = (f"same engine ({self.engine}): per {unit}, {self.strategy} = "
+                       f"{_times(self.engine_ratio)} × {self.reference_strategy}")
+        else:
+            engines = (f"per {unit}, engine {self.engine} = {_times(self.engine_ratio)} × "
+                       f"engine {self.reference_engine}")
+        if self.workers == 1:
+            return head + (f"{engines} ({rates})" if engines else rates)
+        found = f"{rates} ({_times(self.ratio)}×)"
+        if self.engine_ratio is None:
+            return head + found + f"; no 1-{unit} pair to tell the engines apart"
+        return (head + f"{found}; {engines} on 1 {unit}, so the strategies account for "
+                f"{_times(self.ratio / self.engine_ratio)}×")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "reference_case_id": self.reference_case_id,
+                "label": self.label, "device": self.device, "workers": self.workers,
+                "strategy": self.strategy, "engine": self.engine,
+                "images_per_second_per_worker": self.per_worker,
+                "reference_strategy": self.reference_strategy,
+                "reference_engine": self.reference_engine,
+                "reference_images_per_second_per_worker": self.reference_per_worker,
+                "ratio": self.ratio, "engine_ratio": self.engine_ratio, "text": self.text()}
+
+
+def engine_comparisons(pairs: Iterable[tuple[CaseResult, CaseResult]],
+                       label: Callable[[CaseResult], str] | None = None
+                       ) -> tuple[EngineComparison, ...]:
+    """Per-worker images/s of each ``(reference, case)`` pair of deep-learning cases of two
+    strategies (the agreement's cross-strategy pairs,
+    :func:`accelml.report.repro.cross_strategy_pairs`), with the engines' ratio taken from
+    the pair's 1-worker cases (the same two strategies, model, data and parameters).
+    ``label`` names a pair by its case (default: "model on dataset")."""
+    found = []
+    for reference, case in pairs:
+        rate, reference_rate = images_per_worker(case), images_per_worker(reference)
+        engine, reference_engine = engine_of(case), engine_of(reference)
+        if (rate is None or reference_rate is None or engine is None or reference_engine is None
+                or case.workers != reference.workers):
+            continue
+        found.append((reference, case, rate, reference_rate, engine, reference_engine))
+
+    def key(result: CaseResult) -> str:
+        return _identity(result, with_workers=False) + (result.strategy or "") + result.backend
+
+    single = {(key(reference), key(case)): rate / reference_rate
+              for reference, case, rate, reference_rate, _, _ in found if case.workers == 1}
+    comparisons = [
+        EngineComparison(
+            case.case_id, reference.case_id,
+            label(case) if label else f"{case.algorithm} on {case.dataset}", case.device,
+            case.workers, case.strategy or default_strategy().name, engine, rate,
+            reference.strategy or default_strategy().name, reference_engine, reference_rate,
+            single.get((key(reference), key(case))))
+        for reference, case, rate, reference_rate, engine, reference_engine in found]
+    return tuple(sorted(comparisons, key=lambda c: (c.label, c.workers)))

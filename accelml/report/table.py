@@ -5,7 +5,8 @@ column when any case has one), fit and predict
 median with spread (IQR) and repeat count, speedup vs the reference ("ref" on the reference
 case itself; a failed case is never a reference and shows "-") for its main phase and then
 for its other phases, each with its interval, the iterations of an iterative fit against the
-reference's, whether every rank of a data-parallel case ended identical, the main score,
+reference's, images/s per GPU (per worker on CPUs) of a deep-learning case, whether every
+rank of a data-parallel case ended identical, the main score,
 agreement with the reference case's predictions, and status (with the reason of a failure,
 a ``noisy`` flag when the median's interval stayed wider than the case's target, and
 "different optimum" with its reason when the fit's objective is not the reference's).
@@ -44,12 +45,14 @@ from accelml.report.speed import (
     Iterations,
     Optimum,
     Speedup,
+    images_per_worker,
     iterations_of,
     main_phase,
     optimum_against,
     phase_speedups,
     reference_cases,
     scaling,
+    worker_unit,
 )
 from accelml.results.records import CaseResult, PhaseTiming, RunRecord
 from accelml.results.store import ResultsStore
@@ -130,6 +133,7 @@ class Row:
     ranks_identical: bool | None = None          # data-parallel DL: every rank's final weights equal
     ranks_differing: tuple[int, ...] = ()        # the ranks whose weights differ from rank 0's
     warmup_note: str = ""
+    images_per_worker: float | None = None      # DL: images/s per worker (per GPU on GPUs)
 
     @property
     def different_optimum(self) -> bool:
@@ -263,7 +267,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             optimum=optimum_against(result, ref) if ref is not None and compared else None,
             ranks_identical=None if result.dl is None else result.dl.ranks_identical,
             ranks_differing=() if result.dl is None else result.dl.ranks_differing,
-            warmup_note=result.warmup_note,
+            warmup_note=result.warmup_note, images_per_worker=images_per_worker(result),
         ))
     return rows
 
@@ -396,6 +400,16 @@ def _score(short: bool) -> Callable[[Row], str]:
     return text
 
 
+def _per_worker_text(row: Row) -> str:
+    return "-" if row.images_per_worker is None else f"{row.images_per_worker:,.0f}"
+
+
+def _per_worker_heading(rows: Sequence[Row]) -> str:
+    """'img/s per GPU' (or 'per worker' where some deep-learning case ran on the CPU)."""
+    units = {worker_unit(row.device) for row in rows if row.images_per_worker is not None}
+    return f"img/s per {units.pop() if len(units) == 1 else 'worker'}"
+
+
 def _agreement_text(row: Row) -> str:
     return "ref" if row.is_reference else (row.agreement.text if row.agreement else "-")
 
@@ -434,6 +448,8 @@ def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
               ("epoch", 12, 75, lambda rows: with_epoch))),
         Column((Form("speedup", _speedup_text), Form("speedup", _short_speedup)), justify=right,
                compact_rank=20),
+        Column((Form(_per_worker_heading(rows), _per_worker_text),), justify=right, drop_rank=56,
+               applies=lambda rows: any(r.images_per_worker is not None for r in rows)),
         Column((Form("other phases", _other_phases_text), Form("other", _other_phases_short)),
                justify=right, compact_rank=18, drop_rank=34,
                applies=lambda rows: any(not r.is_reference and len(r.phase_speedups) > 1

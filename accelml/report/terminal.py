@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
 from accelml.report.crossover import Crossover
-from accelml.report.speed import PHASES, GeometricMeanSpeedup
+from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, worker_unit
 from accelml.results.records import RunRecord
 
 
@@ -119,6 +119,16 @@ def crossover_text(crossovers: Sequence[Crossover]) -> str:
         measured, verdict, basis = crossover_lines(crossover)
         lines += [f"  {measured}", f"    {verdict} ({basis})"]
     return "\n".join(lines)
+def engines_text(comparisons: Sequence[EngineComparison]) -> str:
+    """Each cross-strategy pair's images/s per GPU, with the engines' ratio on 1 GPU (empty if
+    none): a reader tells a strategy's overhead apart from its engine's."""
+    if not comparisons:
+        return ""
+    units = {worker_unit(comparison.device) for comparison in comparisons}
+    unit = units.pop() if len(units) == 1 else "worker"
+    return "\n".join([f"speed per {unit} across strategies (images/s per {unit}; the "
+                      f"1-{unit} ratio is the engines', what changes at N the strategies'):",
+                      *(f"  {comparison.text()}" for comparison in comparisons)])
 
 
 def against_text(run: RunRecord, against: RunComparison) -> str:
