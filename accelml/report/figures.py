@@ -120,8 +120,23 @@ def _scaling_points(cases: list[CaseResult]) -> tuple[plots.ScalingPoint, ...]:
         points.append(plots.ScalingPoint(
             result.workers, timing.median, timing.q1, timing.q3,
             result.dl.images_per_second if result.dl is not None else math.nan,
-            speed, None if speed is None else speed / result.workers))
+            speed, None if speed is None else speed / result.workers,
+            _step_seconds(result, timing.median)))
     return tuple(points)
+
+
+def _step_seconds(result: CaseResult, epoch_seconds: float) -> float | None:
+    """The time of one training step: the epoch's median over its steps (an epoch's images,
+    ``images_per_second`` times its seconds, in global batches of ``per_worker_batch_size x
+    workers`` images)."""
+    dl = result.dl
+    if dl is None or dl.global_batch_size < 1 or not math.isfinite(dl.images_per_second):
+        return None
+    steady = [epoch.seconds for epoch in dl.epochs[dl.warmup_epochs:]]
+    if not steady:
+        return None
+    steps = round(dl.images_per_second * sum(steady) / len(steady) / dl.global_batch_size)
+    return epoch_seconds / steps if steps > 0 else None
 
 
 def scaling_charts(results: Sequence[CaseResult]) -> list[plots.ScalingChart]:

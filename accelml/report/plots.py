@@ -298,6 +298,7 @@ class ScalingPoint:
     images_per_second: float
     speedup: float | None        # against the series' 1-worker point
     efficiency: float | None     # speedup / workers
+    step_seconds: float | None = None   # epoch median / training steps an epoch
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,7 @@ def test_terminal_report_of_a_scaling_run_gives_speedup_and_efficiency_per_worke
     rep = load_report(runs.dl, runs.directory)
     epochs = {r.workers: r.timing("epoch").median for r in rep.results if r.ok}
     text = rep.text()
-    assert "data-parallel scaling (epoch time over the 1-worker case):" in text
+    assert "data-parallel scaling (epoch time over the 1-worker case; a step: " in text
     for workers in (2, 4):
         speedup = epochs[1] / epochs[workers]
         assert (f"{workers} workers {format_speedup(speedup)} "
