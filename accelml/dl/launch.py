@@ -30,9 +30,10 @@ import sys
 import time
 from dataclasses import dataclass
 
-from accelml.dl.common import free_ports
+from accelml.dl.common import LOOPBACK, free_ports, loopback_interface
 from accelml.dl.config import TrainingConfig, TrainingResult
-from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Strategy
+from accelml.dl.private_network import PrivateNetwork
+from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Listener, Strategy
 from accelml.errors import AccelmlError, SpecError, UnavailableError
 from accelml.probe import usable_cores
 from accelml.scratch import die_with_this_process, kill_tree, make_scratch
@@ -78,7 +79,9 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         tool = shutil.which("horovodrun", path=env["PATH"])
         if tool is None:
             raise UnavailableError("horovodrun is not on PATH (install horovod)")
-        return [([tool, "-np", str(n), "-H", f"localhost:{n}", "--gloo"] + worker, env)]
+        # its rendezvous server on 127.0.0.1 only (horovodrun itself binds every interface)
+        return [([sys.executable, "-m", "accelml.dl.loopback_horovodrun", "-np", str(n),
+                  "-H", f"localhost:{n}", "--gloo"] + worker, env)]
     if launcher == "mpirun":
         tool = shutil.which("mpirun", path=env["PATH"])
         if tool is None:
@@ -99,7 +102,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         return [([tool, f"--ntasks={n}", "--kill-on-bad-exit=1"] + mpi + worker, env)]
     if strategy.local_process_environment is None:
         return [(worker, {**env, RANK_VARIABLE: "0"})]
-    addresses = tuple(f"localhost:{port}" for port in free_ports(n))
+    addresses = tuple(f"{LOOPBACK}:{port}" for port in free_ports(n))
     return [(worker, {**env, RANK_VARIABLE: str(rank),
                       **strategy.local_process_environment(rank, addresses)})
             for rank in range(n)]
@@ -116,6 +119,23 @@ def _kill(processes: list[subprocess.Popen[bytes]]) -> None:
 ONE_HOST_LAUNCHERS = ("horovodrun", LOCAL_PROCESSES)
 """Launchers that start every rank on this machine (``mpirun`` and ``srun`` place them
 on the hosts of the allocation)."""
+
+
+def one_host_environment(launcher: str) -> dict[str, str]:
+    """What keeps the ranks of a one-host run on loopback: gloo and NCCL use the loopback
+    interface for their sockets (the rendezvous addresses are 127.0.0.1 already), so no rank
+    listens where another machine can reach it. Nothing for launchers that place ranks on
+    several hosts.
+
+    >>> one_host_environment("local-processes")["GLOO_SOCKET_IFNAME"]
+    'lo'
+    >>> one_host_environment("srun")
+    {}
+    """
+    if launcher not in ONE_HOST_LAUNCHERS:
+        return {}
+    interface = loopback_interface()
+    return {"GLOO_SOCKET_IFNAME": interface, "NCCL_SOCKET_IFNAME": interface}
 
 
 def check_scale(config: TrainingConfig, launcher: str) -> None:
@@ -181,6 +201,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env = dict(os.environ)
     env.update(rank_environment(config))
     env.update(extra_env or {})
+    env.update(one_host_environment(launcher))
     env.pop(RANK_VARIABLE, None)  # set per process for local processes only
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -188,15 +209,19 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
 
     processes, logs = [], []
     started = time.monotonic()
+    # a library that listens on every interface gets a network of its own on one host
+    network = (PrivateNetwork.start(die_with_this_process())
+               if strategy.private_network and launcher == LOCAL_PROCESSES else None)
     try:
         for index, (command, command_env) in enumerate(_commands(config, launcher, worker, env)):
             log_path = os.path.join(work_dir, f"launcher-{index}.log")
             logs.append(log_path)
+            preexec = die_with_this_process()
             with open(log_path, "w") as log:
-                processes.append(subprocess.Popen(command, env=command_env, stdout=log,
-                                                  stderr=subprocess.STDOUT, cwd=os.getcwd(),
-                                                  start_new_session=True,
-                                                  preexec_fn=die_with_this_process()))
+                processes.append(subprocess.Popen(
+                    command, env=command_env, stdout=log, stderr=subprocess.STDOUT,
+                    cwd=os.getcwd(), start_new_session=True,
+                    preexec_fn=preexec if network is None else network.joiner(preexec)))
         first_error_at = None
         while any(p.poll() is None for p in processes):
             now = time.monotonic()
@@ -212,6 +237,8 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
             time.sleep(0.2)
     finally:
         _kill(processes)
+        if network is not None:
+            network.close()
 
     errors = _errors(results)
     if errors:
@@ -241,7 +268,12 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
                            f"the replicas did not stay in sync (logs: {work_dir})")
     if own_dir:
         shutil.rmtree(work_dir, ignore_errors=True)
-    return outputs[0].replace(rank_digests=digests)
+    listener = strategy.listeners(launcher)
+    if network is not None and network.why_not:
+        listener = Listener(f"every interface, unauthenticated: {config.strategy}'s library "
+                            f"binds them all, and {network.why_not}", False)
+    return outputs[0].replace(rank_digests=digests, listeners=listener.where,
+                              listeners_authenticated=listener.authenticated)
 
 
 @dataclass(frozen=True)

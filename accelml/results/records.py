@@ -372,6 +372,8 @@ class DLMeasurements(JSONRecord):
     test_accuracy: float | None = None
     batchnorm_momentum: float | None = None     # the model's BatchNorm momentum (None: none)
     batchnorm_updates: int | None = None        # training steps, each updating its statistics
+    listeners: str = ""                         # what the ranks listened on for each other
+    listeners_authenticated: bool = True        # False: a stranger could reach them (flagged)
 
     @property
     def global_batch_size(self) -> int:

@@ -55,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import sqlite3
 import tempfile
 import time
@@ -126,6 +127,32 @@ def array_to_npy_bytes(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
     return buffer.getvalue()
+
+
+RUN_ID_CHARACTERS = re.compile(r"[A-Za-z0-9.:+-]+")
+"""What a run id (or a prefix of one) is made of: :func:`accelml.compare.new_run_id` gives
+``20261126T051502-3fa9c1``; nothing that a pattern would read as a wildcard."""
+
+
+def check_run_id(run_id: str) -> None:
+    """A one-line :class:`StoreError` for a run id that could only match by accident.
+
+    >>> check_run_id("20261126T05")
+    >>> check_run_id("%")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    accelml.errors.StoreError: run id '%' is not a run id or a prefix of one: ... (no wildcards)
+    >>> check_run_id("")
+    Traceback (most recent call last):
+    ...
+    accelml.errors.StoreError: an empty run id matches nothing: give a run id, a unique prefix of one, or latest
+    """
+    if not run_id:
+        raise StoreError("an empty run id matches nothing: give a run id, a unique prefix of "
+                         "one, or latest")
+    if not RUN_ID_CHARACTERS.fullmatch(run_id):
+        raise StoreError(f"run id {run_id!r} is not a run id or a prefix of one: it has "
+                         "letters, digits, '.', ':', '+' and '-' only (no wildcards)")
 
 
 @dataclass(frozen=True)
@@ -396,14 +423,20 @@ class ResultsStore:
         return runs[0] if runs else None
 
     def get_run(self, run_id: str) -> RunRecord:
-        """The run named ``run_id`` (or by a unique prefix of it)."""
+        """The run named ``run_id`` exactly, or by a unique prefix of it; an empty id, or one
+        with characters no run id has (``%``, ``*``, ``_``, ``?``...), is an error, never a
+        pattern (:func:`check_run_id`)."""
+        check_run_id(run_id)
         with self._connect() as connection:
-            rows = connection.execute(
-                "SELECT run_id, record_json FROM runs WHERE run_id = ? OR run_id LIKE ?",
-                (run_id, run_id.replace("%", "").replace("_", r"\_") + "%"),
-            ).fetchall()
-        exact = [row for row in rows if row[0] == run_id]
-        rows = exact or rows
+            rows = connection.execute("SELECT run_id, record_json FROM runs WHERE run_id = ?",
+                                      (run_id,)).fetchall()
+            if not rows:
+                # the prefix is compared in Python: no SQL pattern ever sees the user's text
+                ids = [row[0] for row in connection.execute("SELECT run_id FROM runs")
+                       if str(row[0]).startswith(run_id)]
+                rows = [connection.execute("SELECT run_id, record_json FROM runs "
+                                           "WHERE run_id = ?", (found,)).fetchone()
+                        for found in ids]
         if not rows:
             known = ", ".join(run.run_id for run in self.list_runs()[:5]) or "none"
             raise StoreError(f"no run {run_id!r} in {self.database} (latest: {known})")

@@ -130,6 +130,8 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig) -
         test_accuracy=result.test_accuracy,
         batchnorm_momentum=result.batchnorm_momentum,
         batchnorm_updates=result.batchnorm_updates,
+        listeners=result.listeners,
+        listeners_authenticated=result.listeners_authenticated,
     )
     return Measurements(
         timings=tuple(timings),
