@@ -242,13 +242,29 @@ def run_experiment(
     (:data:`accelml.datasets.loaders.PICKLE_OPT_IN`).
     """
     previous = store.get_run(resume) if resume is not None else None
+    run_id = previous.run_id if previous is not None else new_run_id()
+    # one process runs a run's cases at a time: a second resume (or a resume of a run still
+    # running) is refused with one line rather than running the same cases again
+    with store.run_lock(run_id):
+        return _run_locked(experiment, store, run_id, previous, settings=settings,
+                           cache_dir=cache_dir, on_plan=on_plan, on_result=on_result,
+                           progress=progress, deterministic=deterministic,
+                           retry_failed=retry_failed, allow_pickle=allow_pickle)
+
+
+def _run_locked(experiment: Experiment, store: ResultsStore, run_id: str,
+                previous: RunRecord | None, *, settings: ClusterSettings | None,
+                cache_dir: str | None, on_plan: Callable[[RunRecord, int], None] | None,
+                on_result: ResultCallback | None, progress: Progress | None,
+                deterministic: bool, retry_failed: bool, allow_pickle: bool) -> RunRecord:
+    """:func:`run_experiment` once it holds the run's lock."""
     plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
     experiment = plan.experiment
     ensure_scale(experiment.cases, settings)
     case_ids = tuple(case.case_id for case in experiment.cases)
     attempts_before: dict[str, int] = {}
     if previous is not None:
-        run = previous
+        run = store.get_run(run_id)     # as it is now that the lock is held
         if run.spec_hash != experiment.text_hash:
             raise SpecError(f"run {run.run_id} was made from a different spec (its text has "
                             "changed); resume it without a SPEC argument to use its own copy")
@@ -265,7 +281,7 @@ def run_experiment(
         store.set_run_status(run.run_id, RunRecord.RUNNING)
     else:
         run = RunRecord(
-            run_id=new_run_id(), spec_name=experiment.name, spec_hash=experiment.text_hash,
+            run_id=run_id, spec_name=experiment.name, spec_hash=experiment.text_hash,
             spec_text=experiment.text, spec_path=_spec_location(experiment.path),
             reference_backend=experiment.reference, created_at=utc_now(),
             planned_cases=len(case_ids), environment=fingerprint(), case_ids=case_ids,

@@ -77,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(command)
     args = parser.parse_args(arguments)
     if args.command is None:
-        parser.print_help()
+        print(f"{parser.prog}: error: no command given; one of {', '.join(COMMAND_MODULES)} "
+              f"(see {parser.prog} --help)", file=sys.stderr)
         return 2
     try:
         return int(args.run(args) or 0)

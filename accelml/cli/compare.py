@@ -102,7 +102,10 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     being resumed."""
     if args.resume is None:
         return load_spec(args.spec), None
-    run = ResultsStore(args.results_dir, read_only=True).get_run(args.resume)
+    store = ResultsStore(args.results_dir, read_only=True)
+    run = store.get_run(args.resume)
+    with store.run_lock(run.run_id):   # a run another process is running: one line, now
+        pass
     if args.spec is not None:
         return load_spec(args.spec), run
     base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \

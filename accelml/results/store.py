@@ -52,10 +52,12 @@ Writers (the compare client)::
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import os
 import re
+import socket
 import sqlite3
 import tempfile
 import time
@@ -73,6 +75,7 @@ from accelml.results.records import SCHEMA_VERSION, CaseResult, RunRecord
 DEFAULT_RESULTS_DIR = "accelml-results"
 DATABASE_NAME = "results.sqlite"
 ARRAYS_DIR = "arrays"
+LOCKS_DIR = "locks"
 BUSY_TIMEOUT_MS = 60_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -444,6 +447,44 @@ class ResultsStore:
             raise StoreError(f"run id prefix {run_id!r} is ambiguous: "
                              + ", ".join(sorted(row[0] for row in rows)))
         return self._run_record(rows[0][1], rows[0][0])
+
+    @contextmanager
+    def run_lock(self, run_id: str) -> Iterator[None]:
+        """Hold ``run_id`` for this process while it runs the run's cases: a second process
+        that asks (another ``compare --resume`` of the run) is refused with one line naming
+        the holder, instead of running the same cases again and losing one set of results.
+        The lock is the kernel's (``flock`` on a file under ``locks/``): it goes when its
+        holder ends, killed or not.
+
+        >>> import tempfile
+        >>> store = ResultsStore(tempfile.mkdtemp())
+        >>> with store.run_lock("r1"):
+        ...     with ResultsStore(store.directory).run_lock("r1"):
+        ...         pass  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        accelml.errors.StoreError: run r1 is being run by another process (pid ...); wait for it to end, then resume it
+        """
+        check_run_id(run_id)
+        folder = self.directory / LOCKS_DIR
+        try:
+            folder.mkdir(exist_ok=True)
+            handle = os.open(folder / f"{run_id}.lock", os.O_RDWR | os.O_CREAT, file_mode())
+        except OSError as error:
+            raise StoreError(f"cannot lock run {run_id} in {folder}: "
+                             f"{error.strerror or error}") from None
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(handle, 200, 0).decode(errors="replace").strip() or "unknown"
+                raise StoreError(f"run {run_id} is being run by another process ({holder}); "
+                                 "wait for it to end, then resume it") from None
+            os.ftruncate(handle, 0)
+            os.pwrite(handle, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+            yield
+        finally:
+            os.close(handle)     # releases the lock
 
     # -- case results --------------------------------------------------------------------
 
