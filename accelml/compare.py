@@ -25,6 +25,7 @@ keeps every finished case and ``resume=RUN_ID`` runs only the missing ones.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -246,10 +247,17 @@ def run_experiment(
     # one process runs a run's cases at a time: a second resume (or a resume of a run still
     # running) is refused with one line rather than running the same cases again
     with store.run_lock(run_id):
-        return _run_locked(experiment, store, run_id, previous, settings=settings,
-                           cache_dir=cache_dir, on_plan=on_plan, on_result=on_result,
-                           progress=progress, deterministic=deterministic,
-                           retry_failed=retry_failed, allow_pickle=allow_pickle)
+        try:
+            return _run_locked(experiment, store, run_id, previous, settings=settings,
+                               cache_dir=cache_dir, on_plan=on_plan, on_result=on_result,
+                               progress=progress, deterministic=deterministic,
+                               retry_failed=retry_failed, allow_pickle=allow_pickle)
+        except BaseException:
+            # stopped at any moment once it was marked running (Ctrl-C included)
+            with contextlib.suppress(AccelmlError):
+                if store.get_run(run_id).status == RunRecord.RUNNING:
+                    store.set_run_status(run_id, RunRecord.INTERRUPTED)
+            raise
 
 
 def _run_locked(experiment: Experiment, store: ResultsStore, run_id: str,

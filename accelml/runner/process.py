@@ -37,7 +37,7 @@ from accelml.cases import Case
 from accelml.convert import JSONRecord
 from accelml.results.records import CaseResult, FailureKind, utc_now
 from accelml.runner.stacks import STACKS_DIR_VARIABLE, STACKS_SIGNAL, ask_workers, hung_at, workers_hung_at
-from accelml.scratch import kill_tree, make_scratch, sweep
+from accelml.scratch import die_with_this_process, kill_tree, make_scratch, sweep
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -310,6 +310,10 @@ def execute_case(task: CaseTask) -> CaseOutput:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
                 # Same session and process group as the client: the same CPU share (the
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
+                # The kernel kills it the moment its client dies (a watcher thread in the
+                # case could wait seconds for a fit that holds the GIL); the thread that
+                # starts it waits for it, so it cannot end first.
+                preexec_fn=die_with_this_process(),
             )
             with _RUNNING_LOCK:
                 _RUNNING[process.pid] = (process, scratch)
