@@ -74,7 +74,7 @@ from accelml.report.table import (
     to_json,
 )
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
-from accelml.results.store import ResultsStore, array_digest
+from accelml.results.store import LOGS_DIR, ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
 from accelml.runner.process import CaseOutput, CaseTask, end_running_cases, execute_case
@@ -316,7 +316,8 @@ def _run_locked(experiment: Experiment, store: ResultsStore, run_id: str,
         tasks.append(CaseTask(case=dataclasses.replace(case, threads=threads), run_id=run.run_id, cache_dir=cache_dir,
                               threads=threads, environment=environment or None,
                               deterministic=plan.deterministic,
-                              attempt=attempts_before.get(case.case_id, 0) + 1))
+                              attempt=attempts_before.get(case.case_id, 0) + 1,
+                              logs_dir=str(store.directory / LOGS_DIR / run.run_id)))
     finished = 0
     try:
         with make_executor(settings, progress=progress) as executor:

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -34,7 +36,7 @@ from accelml.dl.common import LOOPBACK, free_ports, loopback_interface
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.private_network import PrivateNetwork
 from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Listener, Strategy
-from accelml.errors import AccelmlError, SpecError, UnavailableError
+from accelml.errors import AccelmlError, ProcessKilled, SpecError, UnavailableError
 from accelml.probe import usable_cores
 from accelml.scratch import die_with_this_process, kill_tree, make_scratch
 
@@ -156,12 +158,63 @@ def check_scale(config: TrainingConfig, launcher: str) -> None:
                         "set oversubscribe = true to run more ranks than cores")
 
 
-def _tail(path: str, lines: int = 15) -> str:
+STARTUP_NOISE = re.compile(
+    r"^\s*$|^[IWEF]\d{4} |^WARNING: All log messages before absl|oneDNN custom operations|"
+    r"To enable the following instructions|rebuild TensorFlow with|cuda drivers|cuInit|"
+    r"TF_ENABLE_ONEDNN_OPTS|This TensorFlow binary is optimized|computation placer")
+"""Lines libraries print while they start (TensorFlow's, absl's, XLA's): never a reason."""
+RANK_PREFIX = re.compile(r"^\[\d+(,\d+)?\]<std(out|err)>:")
+"""What ``horovodrun`` puts before each line of a rank's output."""
+EXIT_CODE = re.compile(r"(?:Exit code|exit(?:ed)? with status code):?\s*(-?\d+)", re.IGNORECASE)
+"""How ``horovodrun`` reports the exit status of the first rank that failed."""
+
+
+def meaningful_lines(path: str, count: int = 4) -> list[str]:
+    r"""The last ``count`` lines of the log at ``path`` that are not start-up noise.
+
+    >>> import tempfile
+    >>> log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
+    >>> _ = log.write("I0000 00:00 cudart_stub.cc:31] Could not find cuda drivers\n"
+    ...               "[1]<stderr>:ValueError: bad batch\nE0000 00:00 cuda_platform.cc:52] x\n")
+    >>> log.close()
+    >>> meaningful_lines(log.name)
+    ['ValueError: bad batch']
+    """
     try:
         with open(path, errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:])
+            lines = [RANK_PREFIX.sub("", line.rstrip()) for line in handle.readlines()[-400:]]
     except OSError:
-        return ""
+        return []
+    return [line.strip() for line in lines if not STARTUP_NOISE.search(line)][-count:]
+
+
+def killing_signal(codes: list[int | None], logs: list[str]) -> int | None:
+    """The signal that ended a launcher or a rank (a negative exit status among ``codes``,
+    or a rank's exit status of 128 + signal as ``horovodrun`` reports it in its log), None
+    where none did.
+
+    >>> killing_signal([None, -9], [])
+    9
+    """
+    for code in codes:
+        if code is not None and code < 0:
+            return -code
+    for log in logs:
+        try:
+            with open(log, errors="replace") as handle:
+                text = handle.read()[-20000:]
+        except OSError:
+            continue
+        for found in EXIT_CODE.finditer(text):
+            code = int(found.group(1))
+            if code < 0 or 128 < code < 128 + 65:
+                return -code if code < 0 else code - 128
+    return None
+
+
+KILLED_GRACE_S = 3.0
+"""How long the other ranks get once one of them was killed by a signal: they cannot finish
+without it (each would wait in its next collective until the time limit)."""
 
 
 def launch(config: TrainingConfig, workers: int | None = None, launcher: str | None = None, *,
@@ -222,8 +275,8 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
                     command, env=command_env, stdout=log, stderr=subprocess.STDOUT,
                     cwd=os.getcwd(), start_new_session=True,
                     preexec_fn=preexec if network is None else network.joiner(preexec)))
-        first_error_at = None
-        while any(p.poll() is None for p in processes):
+        first_error_at = killed_at = None
+        while None in [p.poll() for p in processes]:   # every one polled: its status is read
             now = time.monotonic()
             if now - started > config.time_limit_s:
                 _kill(processes)
@@ -232,10 +285,16 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
                                    f"(logs: {work_dir})")
             if first_error_at is None and _errors(results):
                 first_error_at = now
+            if killed_at is None and any(p.returncode is not None and p.returncode < 0
+                                         for p in processes):
+                killed_at = now   # a rank killed from outside: the others wait for it forever
             if first_error_at is not None and now - first_error_at > grace_s:
+                break
+            if killed_at is not None and now - killed_at > min(grace_s, KILLED_GRACE_S):
                 break
             time.sleep(0.2)
     finally:
+        ended = [p.poll() for p in processes]   # before the clean-up kills the rest
         _kill(processes)
         if network is not None:
             network.close()
@@ -256,11 +315,18 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     processes_expected = config.workers if config.multi_process else 1
     missing = sorted(set(range(processes_expected)) - set(outputs))
     if missing:
-        codes = ", ".join(str(p.returncode) for p in processes)
-        tail = " | ".join(line for log in logs for line in _tail(log).splitlines()[-4:])
+        codes = ", ".join("running" if code is None else str(code) for code in ended)
+        tail = " | ".join(line for log in logs for line in meaningful_lines(log))
+        signum = killing_signal(ended, logs)
+        if signum is not None:
+            name = signal.Signals(signum).name if signum in signal.valid_signals() else str(signum)
+            raise ProcessKilled(f"a rank or launcher was killed by {name} from outside; rank(s) "
+                                f"{', '.join(map(str, missing))} of {processes_expected} ended "
+                                f"without a result (exit status {codes}): {tail} "
+                                f"(logs: {work_dir})", signum)
         raise AccelmlError(f"rank(s) {', '.join(map(str, missing))} of {processes_expected} "
-                           f"ended without a result (exit status {codes}; a negative status "
-                           f"is the signal that killed it): {tail} (logs: {work_dir})")
+                           f"ended without a result (exit status {codes}): {tail} "
+                           f"(logs: {work_dir})")
     digests = tuple(d for rank in sorted(outputs) for d in outputs[rank].rank_digests)
     if len(set(digests)) != 1:
         listed = ", ".join(f"{i}: {d[:12]}" for i, d in enumerate(digests))

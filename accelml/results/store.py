@@ -76,6 +76,8 @@ DEFAULT_RESULTS_DIR = "accelml-results"
 DATABASE_NAME = "results.sqlite"
 ARRAYS_DIR = "arrays"
 LOCKS_DIR = "locks"
+LOGS_DIR = "logs"
+"""Under a store: ``logs/RUN_ID/CASE_ID-PID/``, the launcher's and ranks' logs of a case."""
 BUSY_TIMEOUT_MS = 60_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 

@@ -91,6 +91,7 @@ class CaseTask:
     workdir: str | None = None     # where scratch folders go (default: the system temp dir)
     environment: dict[str, str] | None = None   # variables set in the case process (deterministic mode)
     deterministic: bool = False    # the case process seeds Python/NumPy first (determinism.apply)
+    logs_dir: str | None = None    # where a case's launcher and rank logs are kept (the run's store)
 
     # What an executor reads to place the case (CaseNeeds.of_case):
     @property
@@ -136,6 +137,7 @@ class CaseInput(JSONRecord):
     attempt: int = 1
     spawned_at: float | None = None
     deterministic: bool = False
+    logs_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
         inputs = CaseInput(case=task.case, run_id=task.run_id, arrays_dir=str(scratch / "arrays"),
                            cache_dir=task.cache_dir, threads=task.threads, time_limit_s=time_limit,
                            attempt=task.attempt, spawned_at=spawned_at,
-                           deterministic=task.deterministic)
+                           deterministic=task.deterministic, logs_dir=task.logs_dir)
         input_path.write_text(json.dumps(inputs.to_dict()))
         env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
                "PYTHONUNBUFFERED": "1", STACKS_DIR_VARIABLE: str(stacks_dir)}
