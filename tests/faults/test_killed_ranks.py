@@ -18,23 +18,12 @@ import pytest
 from accelml.results.store import ResultsStore
 
 from .conftest import gone, ranks_of, wait_for
+from .test_rank_cleanup import HOROVOD_SPEC
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
-DDP_SPEC = """
-[datasets.digits]
-source = "shipped"
-name = "digits"
-[[cases]]
-algorithm = "mlp"
-backend = "keras"
-strategy = "torch-ddp"
-keras_backend = "torch"
-workers = 2
-dataset = "digits"
-epochs = 500
-batch_size = 16
-"""
+DDP_SPEC = HOROVOD_SPEC.format(time_limit=600).replace(
+    'strategy = "horovod"', 'strategy = "torch-ddp"\nkeras_backend = "torch"')
 
 
 def kill_one_rank(faults, client) -> None:
