@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import hmac
 import math
+import os
 import secrets
 import sys
 import tempfile
@@ -150,6 +151,40 @@ RESUME_SETTINGS_NOTE = ("where its cases run (cluster kind, prologue, python, en
 """What a resume from the stored spec says about its execution settings (one line)."""
 
 
+KEY_FILE_VARIABLE = "ACCELML_KEY_FILE"
+"""Names the file of the key stored specs are signed with (default: ~/.config/accelml/spec-key)."""
+
+
+def _signing_key() -> bytes:
+    """This user's key for signing stored specs: 32 random bytes in a file only its owner can
+    read, made on first use."""
+    path = Path(os.environ.get(KEY_FILE_VARIABLE)
+                or Path.home() / ".config" / "accelml" / "spec-key")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(handle, "wb") as key_file:
+            key_file.write(secrets.token_bytes(32))
+    except FileExistsError:
+        pass               # another run made it meanwhile
+    except OSError as error:
+        raise AccelmlError(f"cannot make the key that signs stored specs at {path}: "
+                           f"{error.strerror or error} (set {KEY_FILE_VARIABLE})") from None
+    return path.read_bytes()
+
+
+def spec_signature(spec_text: str, spec_path: str) -> str:
+    """The HMAC-SHA256 of a stored spec and the directory its paths resolve against, with
+    this user's key: an edited spec (or path) in a shared store no longer matches it, and
+    nobody without the key can make one that does."""
+    message = spec_path.encode() + b"\0" + spec_text.encode()
+    return hmac.new(_signing_key(), message, hashlib.sha256).hexdigest()
+
+
 def stored_experiment(run: RunRecord, base_dir: Path | None = None) -> Experiment:
     """The spec stored with ``run``, to resume it from: integrity-checked, and without the
     settings of where it runs (its ``[cluster]`` table is dropped).
@@ -166,16 +201,21 @@ def stored_experiment(run: RunRecord, base_dir: Path | None = None) -> Experimen
     >>> run = RunRecord(run_id="r1", spec_name="x", spec_hash=experiment.text_hash,
     ...                 spec_text=experiment.text, spec_path="x.toml", reference_backend=None,
     ...                 created_at="", planned_cases=1,
-    ...                 case_ids=tuple(case.case_id for case in experiment.cases))
+    ...                 case_ids=tuple(case.case_id for case in experiment.cases),
+    ...                 spec_signature=spec_signature(experiment.text, "x.toml"))
     >>> stored_experiment(run).cluster is None
     True
     >>> stored_experiment(dataclasses.replace(run, spec_text=run.spec_text + "seed = 1\\n"))
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    accelml.errors.SpecError: run r1: its stored spec does not match its recorded digest ...
+    accelml.errors.SpecError: run r1: its stored spec is not signed with your key ...
     """
     text_hash = hashlib.sha256(run.spec_text.encode()).hexdigest()
+    if not run.spec_signature or not hmac.compare_digest(
+            spec_signature(run.spec_text, run.spec_path), run.spec_signature):
+        raise SpecError(f"run {run.run_id}: its stored spec is not signed with your key (edited "
+                        "in the store, or stored by another user); give the SPEC file to resume it")
     if not hmac.compare_digest(text_hash, run.spec_hash):
         raise SpecError(f"run {run.run_id}: its stored spec does not match its recorded digest "
                         "(was the store edited?); give the SPEC file to resume it")
@@ -294,6 +334,7 @@ def _run_locked(experiment: Experiment, store: ResultsStore, run_id: str,
             reference_backend=experiment.reference, created_at=utc_now(),
             planned_cases=len(case_ids), environment=fingerprint(), case_ids=case_ids,
             deterministic=plan.deterministic,
+            spec_signature=spec_signature(experiment.text, _spec_location(experiment.path)),
         )
         store.create_run(run)
         pending = list(experiment.cases)

@@ -113,6 +113,11 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     experiment = stored_experiment(run, base)
     stderr_console().print(f"accelml compare: resuming run {run.run_id} from its stored spec; "
                            f"{RESUME_SETTINGS_NOTE}", markup=False)
+    files = [f"{spec.name}: {spec.option('path')}" for spec in experiment.datasets
+             if spec.option("path")]
+    if files:    # resolved against the directory of the first run's spec, shown before use
+        stderr_console().print(f"accelml compare: its data files (relative to {base}): "
+                               + ", ".join(files), markup=False)
     return experiment, run
 
 
