@@ -105,3 +105,15 @@ def test_resume_takes_the_cluster_from_the_command_line_not_the_store(tmp_path, 
     code, err = resume(store, run, capsys, *flag)
     assert code == 0, err
     assert [r.status for r in store.case_results(run.run_id)] == ["ok"]
+
+
+def test_the_data_files_of_a_stored_spec_are_shown_before_use(tmp_path, capsys):
+    """issue 30, item 4: paths resolve against the first run's spec directory, and are shown."""
+    (tmp_path / "data.csv").write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(40)))
+    text = ('[datasets.f]\nsource = "file"\npath = "data.csv"\ntarget = "y"\n[[cases]]\n'
+            'algorithm = "kmeans"\nbackend = "sklearn"\ndataset = "f"\n'
+            'params = {n_clusters = 2, n_init = 1, random_state = 0}\n')
+    store, run = interrupted_run(tmp_path, text)
+    code, err = resume(store, run, capsys)
+    assert code == 0, err
+    assert f"its data files (relative to {tmp_path}): f: {tmp_path / 'data.csv'}" in err, err
