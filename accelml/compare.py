@@ -25,10 +25,12 @@ keeps every finished case and ``resume=RUN_ID`` runs only the missing ones.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import hmac
 import math
+import os
 import secrets
 import shutil
 import sys
@@ -76,7 +78,7 @@ from accelml.report.table import (
     to_json,
 )
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
-from accelml.results.store import ResultsStore, array_digest
+from accelml.results.store import LOGS_DIR, ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
 from accelml.runner.interleave import GroupTask, execute_group
@@ -153,6 +155,40 @@ RESUME_SETTINGS_NOTE = ("where its cases run (cluster kind, prologue, python, en
 """What a resume from the stored spec says about its execution settings (one line)."""
 
 
+KEY_FILE_VARIABLE = "ACCELML_KEY_FILE"
+"""Names the file of the key stored specs are signed with (default: ~/.config/accelml/spec-key)."""
+
+
+def _signing_key() -> bytes:
+    """This user's key for signing stored specs: 32 random bytes in a file only its owner can
+    read, made on first use."""
+    path = Path(os.environ.get(KEY_FILE_VARIABLE)
+                or Path.home() / ".config" / "accelml" / "spec-key")
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(handle, "wb") as key_file:
+            key_file.write(secrets.token_bytes(32))
+    except FileExistsError:
+        pass               # another run made it meanwhile
+    except OSError as error:
+        raise AccelmlError(f"cannot make the key that signs stored specs at {path}: "
+                           f"{error.strerror or error} (set {KEY_FILE_VARIABLE})") from None
+    return path.read_bytes()
+
+
+def spec_signature(spec_text: str, spec_path: str) -> str:
+    """The HMAC-SHA256 of a stored spec and the directory its paths resolve against, with
+    this user's key: an edited spec (or path) in a shared store no longer matches it, and
+    nobody without the key can make one that does."""
+    message = spec_path.encode() + b"\0" + spec_text.encode()
+    return hmac.new(_signing_key(), message, hashlib.sha256).hexdigest()
+
+
 def stored_experiment(run: RunRecord, base_dir: Path | None = None) -> Experiment:
     """The spec stored with ``run``, to resume it from: integrity-checked, and without the
     settings of where it runs (its ``[cluster]`` table is dropped).
@@ -169,16 +205,21 @@ def stored_experiment(run: RunRecord, base_dir: Path | None = None) -> Experimen
     >>> run = RunRecord(run_id="r1", spec_name="x", spec_hash=experiment.text_hash,
     ...                 spec_text=experiment.text, spec_path="x.toml", reference_backend=None,
     ...                 created_at="", planned_cases=1,
-    ...                 case_ids=tuple(case.case_id for case in experiment.cases))
+    ...                 case_ids=tuple(case.case_id for case in experiment.cases),
+    ...                 spec_signature=spec_signature(experiment.text, "x.toml"))
     >>> stored_experiment(run).cluster is None
     True
     >>> stored_experiment(dataclasses.replace(run, spec_text=run.spec_text + "seed = 1\\n"))
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    accelml.errors.SpecError: run r1: its stored spec does not match its recorded digest ...
+    accelml.errors.SpecError: run r1: its stored spec is not signed with your key ...
     """
     text_hash = hashlib.sha256(run.spec_text.encode()).hexdigest()
+    if not run.spec_signature or not hmac.compare_digest(
+            spec_signature(run.spec_text, run.spec_path), run.spec_signature):
+        raise SpecError(f"run {run.run_id}: its stored spec is not signed with your key (edited "
+                        "in the store, or stored by another user); give the SPEC file to resume it")
     if not hmac.compare_digest(text_hash, run.spec_hash):
         raise SpecError(f"run {run.run_id}: its stored spec does not match its recorded digest "
                         "(was the store edited?); give the SPEC file to resume it")
@@ -313,6 +354,31 @@ def run_experiment(
     ranks than cores) is recorded as unavailable, not run, instead of refusing the run.
     """
     previous = store.get_run(resume) if resume is not None else None
+    run_id = previous.run_id if previous is not None else new_run_id()
+    # one process runs a run's cases at a time: a second resume (or a resume of a run still
+    # running) is refused with one line rather than running the same cases again
+    with store.run_lock(run_id):
+        try:
+            return _run_locked(experiment, store, run_id, previous, settings=settings,
+                               cache_dir=cache_dir, on_plan=on_plan, on_result=on_result,
+                               progress=progress, deterministic=deterministic,
+                               retry_failed=retry_failed, allow_pickle=allow_pickle,
+                               only_available=only_available)
+        except BaseException:
+            # stopped at any moment once it was marked running (Ctrl-C included)
+            with contextlib.suppress(AccelmlError):
+                if store.get_run(run_id).status == RunRecord.RUNNING:
+                    store.set_run_status(run_id, RunRecord.INTERRUPTED)
+            raise
+
+
+def _run_locked(experiment: Experiment, store: ResultsStore, run_id: str,
+                previous: RunRecord | None, *, settings: ClusterSettings | None,
+                cache_dir: str | None, on_plan: Callable[[RunRecord, int], None] | None,
+                on_result: ResultCallback | None, progress: Progress | None,
+                deterministic: bool, retry_failed: bool, allow_pickle: bool,
+                only_available: bool) -> RunRecord:
+    """:func:`run_experiment` once it holds the run's lock."""
     plan = plan_run(experiment, deterministic=deterministic, resumed=previous)
     experiment = plan.experiment
     beyond = ensure_scale(experiment.cases, settings, only_available=only_available)
@@ -320,7 +386,7 @@ def run_experiment(
     attempts_before: dict[str, int] = {}
     finished_before: tuple[str, ...] = ()
     if previous is not None:
-        run = previous
+        run = store.get_run(run_id)     # as it is now that the lock is held
         if run.spec_hash != experiment.text_hash:
             raise SpecError(f"run {run.run_id} was made from a different spec (its text has "
                             "changed); resume it without a SPEC argument to use its own copy")
@@ -338,11 +404,12 @@ def run_experiment(
         store.set_run_status(run.run_id, RunRecord.RUNNING)
     else:
         run = RunRecord(
-            run_id=new_run_id(), spec_name=experiment.name, spec_hash=experiment.text_hash,
+            run_id=run_id, spec_name=experiment.name, spec_hash=experiment.text_hash,
             spec_text=experiment.text, spec_path=_spec_location(experiment.path),
             reference_backend=experiment.reference, created_at=utc_now(),
             planned_cases=len(case_ids), environment=fingerprint(), case_ids=case_ids,
             deterministic=plan.deterministic,
+            spec_signature=spec_signature(experiment.text, _spec_location(experiment.path)),
         )
         store.create_run(run)
         pending = list(experiment.cases)
@@ -376,7 +443,8 @@ def run_experiment(
         tasks.append(CaseTask(case=dataclasses.replace(case, threads=threads), run_id=run.run_id, cache_dir=cache_dir,
                               threads=threads, environment=environment or None,
                               deterministic=plan.deterministic,
-                              attempt=attempts_before.get(case.case_id, 0) + 1))
+                              attempt=attempts_before.get(case.case_id, 0) + 1,
+                              logs_dir=str(store.directory / LOGS_DIR / run.run_id)))
     groups, notes = comparison_groups(tasks, experiment, finished_before)
     try:
         with make_executor(settings, progress=progress) as executor:

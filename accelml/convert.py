@@ -51,6 +51,32 @@ OPTIONAL_OBJECT = {"json": "object", "omit_empty": True}
 """As :data:`OBJECT`, left out when empty: a field added later keeps older records' data as it was."""
 
 
+MAX_NESTING = 32
+"""How deep a document a user gives (a spec's TOML, a baseline's JSON) may nest tables and
+arrays: accelml's own formats need a handful of levels; far deeper ones only exhaust the
+parser's recursion."""
+
+
+def nesting_too_deep(value: object, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` (parsed JSON or TOML) nests lists and tables deeper than ``limit``,
+    read without recursion.
+
+    >>> nesting_too_deep({"a": [[1]]}, limit=3), nesting_too_deep({"a": [[[1]]]}, limit=3)
+    (False, True)
+    """
+    level: list[tuple[object, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, Mapping) else \
+            item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (Mapping, list)):
+                if depth + 1 > limit:
+                    return True
+                level.append((child, depth + 1))
+    return False
+
+
 class JSONRecord:
     """What a stored record inherits: ``to_dict`` and ``from_dict`` through this converter
     (a record that must check more when read overrides ``from_dict`` and calls ``from_data``)."""

@@ -36,6 +36,16 @@ class StoreError(AccelmlError):
     message names the file and what is wrong with it."""
 
 
+class ProcessKilled(AccelmlError):
+    """A process a case started (a rank, a launcher) was ended by ``signum`` from outside:
+    the case is recorded as ``killed`` with the signal, and ``--retry-failed`` runs it again,
+    as after a lost worker."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.signum = signum
+
+
 class Interrupted(KeyboardInterrupt):
     """A run stopped by a signal (Ctrl-C's SIGINT, or SIGTERM / SIGHUP from ``kill``, a batch
     system or a closed terminal): raised in the main thread so that clean-up runs as for

@@ -96,10 +96,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = arguments[0] if arguments and arguments[0] in COMMAND_MODULES else None
-    parser = build_parser(command)
-    args = parser.parse_args(arguments)
+    try:
+        parser = build_parser(command)     # imports the command's module: a second or so
+        args = parser.parse_args(arguments)
+    except KeyboardInterrupt:
+        print(f"accelml {command}: interrupted" if command else "accelml: interrupted",
+              file=sys.stderr)
+        return 130
     if args.command is None:
-        parser.print_help()
+        print(f"{parser.prog}: error: no command given; one of {', '.join(COMMAND_MODULES)} "
+              f"(see {parser.prog} --help)", file=sys.stderr)
         return 2
     try:
         return int(args.run(args) or 0)

@@ -134,9 +134,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report = check_run(store, run_id, against, skip_unavailable=args.only_available)
     if args.junit:
-        write_or_fail("--junit", args.junit, lambda: Path(args.junit).write_text(report.to_junit()))
+        write_or_fail("--junit", args.junit, lambda: _write_junit(Path(args.junit), report.to_junit()))
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, default=str))
     else:
         print(report.format())
     return report.exit_code
+
+
+def _write_junit(path: Path, text: str) -> None:
+    """Write ``--junit``'s XML, making missing parent folders as ``--html`` and ``--json`` do."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

@@ -104,7 +104,10 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     being resumed."""
     if args.resume is None:
         return load_spec(args.spec), None
-    run = ResultsStore(args.results_dir, read_only=True).get_run(args.resume)
+    store = ResultsStore(args.results_dir, read_only=True)
+    run = store.get_run(args.resume)
+    with store.run_lock(run.run_id):   # a run another process is running: one line, now
+        pass
     if args.spec is not None:
         return load_spec(args.spec), run
     base = Path(run.spec_path).resolve().parent if run.spec_path and not run.spec_path.startswith("<") \
@@ -112,6 +115,11 @@ def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]
     experiment = stored_experiment(run, base)
     stderr_console().print(f"accelml compare: resuming run {run.run_id} from its stored spec; "
                            f"{RESUME_SETTINGS_NOTE}", markup=False)
+    files = [f"{spec.name}: {spec.option('path')}" for spec in experiment.datasets
+             if spec.option("path")]
+    if files:    # resolved against the directory of the first run's spec, shown before use
+        stderr_console().print(f"accelml compare: its data files (relative to {base}): "
+                               + ", ".join(files), markup=False)
     return experiment, run
 
 

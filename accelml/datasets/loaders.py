@@ -23,6 +23,7 @@ import csv
 import gzip
 import os
 import pickle
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -57,6 +58,9 @@ KERAS_CLASSES: Mapping[str, int] = MappingProxyType({
 """The Keras image classification sets (``keras.datasets.<name>``), with their class counts."""
 
 FILE_FORMATS = (".npz", ".csv", ".parquet")
+UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile)
+"""What reading a damaged or foreign data file raises (an ``.npz`` that is no zip archive
+raises ``BadZipFile``, one cut short ``EOFError``): each becomes one line naming the file."""
 """File types a ``file`` dataset may be (OpenML's local copies may also be ``.arff``)."""
 
 KERAS_FOLDERS: Mapping[str, str] = MappingProxyType({
@@ -232,7 +236,7 @@ def file_problem(path: str, *, target: str | None = None, x_key: str = "X", y_ke
             columns = tuple(pyarrow.parquet.read_schema(file).names)
         else:
             return None
-    except (OSError, ValueError) as error:
+    except UNREADABLE as error:
         return "path", f"cannot read {file}: {error}"
     if target is not None and target not in columns:
         return "target", f"no column {target!r}; columns: {', '.join(columns[:20])}"
@@ -282,7 +286,7 @@ def from_file(path: str, *, target: str | None = None, x_key: str = "X",
             target = target or frame.columns[-1]
         else:
             raise AccelmlError(f"{file}: unsupported file type {suffix!r} ({', '.join(FILE_FORMATS)})")
-    except (OSError, ValueError) as error:
+    except UNREADABLE as error:
         raise AccelmlError(f"{file}: cannot read: {error}") from None
     return _frame_to_arrays(frame, target, str(file))
 
@@ -375,11 +379,15 @@ def _local_copy(name: str, location: Path
     if not location.exists():
         raise AccelmlError(f"{location}: not found (a local copy of keras dataset {name!r})")
     if location.is_file() and location.suffix == ".npz":
-        with np.load(location, allow_pickle=False) as archive:
-            missing = {"x_train", "y_train", "x_test", "y_test"} - set(archive.files)
-            if missing:
-                raise AccelmlError(f"{location}: lacks array(s) {', '.join(sorted(missing))}")
-            return (archive["x_train"], archive["y_train"], archive["x_test"], archive["y_test"])
+        try:
+            with np.load(location, allow_pickle=False) as archive:
+                missing = {"x_train", "y_train", "x_test", "y_test"} - set(archive.files)
+                if missing:
+                    raise AccelmlError(f"{location}: lacks array(s) {', '.join(sorted(missing))}")
+                return (archive["x_train"], archive["y_train"], archive["x_test"],
+                        archive["y_test"])
+        except UNREADABLE as error:
+            raise AccelmlError(f"{location}: cannot read: {error}") from None
     if location.is_dir():
         if name in KERAS_FOLDERS and (location / KERAS_FOLDERS[name]).is_dir():
             location = location / KERAS_FOLDERS[name]

@@ -235,7 +235,7 @@ def load_dataset(name: str, source: str, options: Mapping[str, Any],
                 arrays = {key: archive[key] for key in archive.files if key != "task"}
                 task = str(archive["task"])
             from_cache = True
-        except (OSError, ValueError, KeyError):
+        except (*loaders.UNREADABLE, KeyError):
             arrays, task = {}, None   # a damaged entry is rebuilt below
     if task is None:
         X_train, X_test, y_train, y_test, task = _load_raw(source, options)

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, TypeAlias
 
 import numpy as np
+import psutil
 
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -204,8 +205,12 @@ def require_tensorboard(config: TrainingConfig) -> None:
                                "(pip install tensorboard)")
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` TCP ports free on this host now (for ranks to meet on).
+LOOPBACK = "127.0.0.1"
+"""Where the ranks of a one-host run listen: nobody on another machine can reach them."""
+
+
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` TCP ports free on ``host`` now (for ranks to meet on).
 
     >>> len(set(free_ports(2)))
     2
@@ -213,11 +218,43 @@ def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
-            sock.bind(("localhost", 0))
+            sock.bind((host, 0))
         return [int(sock.getsockname()[1]) for sock in sockets]
     finally:
         for sock in sockets:
             sock.close()
+
+
+def loopback_interface() -> str:
+    """The name of the interface that holds 127.0.0.1 (``lo`` on Linux): what gloo and NCCL
+    are told to use in a one-host run, so that their listeners stay on loopback too.
+
+    >>> loopback_interface() != ""
+    True
+    """
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(address.family == socket.AF_INET and address.address == LOOPBACK
+               for address in addresses):
+            return name
+    return "lo"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` only (``host`` resolved to its address), for a
+    library that would otherwise listen on every interface (torch's TCPStore takes its
+    file descriptor).
+
+    >>> sock = listening_socket(LOOPBACK, 0)
+    >>> sock.getsockname()[0]
+    '127.0.0.1'
+    >>> sock.close()
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(address)
+    sock.listen(128)
+    return sock
 
 
 def in_slurm_step(environment: Mapping[str, str] = os.environ) -> bool:

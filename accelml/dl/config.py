@@ -376,6 +376,8 @@ class TrainingResult(JSONRecord):
     rank: int = 0
     batchnorm_momentum: float | None = None
     path: str = ""
+    listeners: str = ""                   # what the ranks listened on (the strategy's Listener)
+    listeners_authenticated: bool = True  # only the run's own processes could reach them
 
     @property
     def batchnorm_updates(self) -> int:

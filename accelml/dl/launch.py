@@ -24,16 +24,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
-from accelml.dl.common import free_ports
+from accelml.dl.common import LOOPBACK, free_ports, loopback_interface
 from accelml.dl.config import TrainingConfig, TrainingResult
-from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Strategy
-from accelml.errors import AccelmlError, SpecError, UnavailableError
+from accelml.dl.private_network import PrivateNetwork
+from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Listener, Strategy
+from accelml.errors import AccelmlError, ProcessKilled, SpecError, UnavailableError
 from accelml.probe import usable_cores
 from accelml.scratch import die_with_this_process, kill_tree, make_scratch
 
@@ -78,7 +81,9 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         tool = shutil.which("horovodrun", path=env["PATH"])
         if tool is None:
             raise UnavailableError("horovodrun is not on PATH (install horovod)")
-        return [([tool, "-np", str(n), "-H", f"localhost:{n}", "--gloo"] + worker, env)]
+        # its rendezvous server on 127.0.0.1 only (horovodrun itself binds every interface)
+        return [([sys.executable, "-m", "accelml.dl.loopback_horovodrun", "-np", str(n),
+                  "-H", f"localhost:{n}", "--gloo"] + worker, env)]
     if launcher == "mpirun":
         tool = shutil.which("mpirun", path=env["PATH"])
         if tool is None:
@@ -99,7 +104,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         return [([tool, f"--ntasks={n}", "--kill-on-bad-exit=1"] + mpi + worker, env)]
     if strategy.local_process_environment is None:
         return [(worker, {**env, RANK_VARIABLE: "0"})]
-    addresses = tuple(f"localhost:{port}" for port in free_ports(n))
+    addresses = tuple(f"{LOOPBACK}:{port}" for port in free_ports(n))
     return [(worker, {**env, RANK_VARIABLE: str(rank),
                       **strategy.local_process_environment(rank, addresses)})
             for rank in range(n)]
@@ -116,6 +121,23 @@ def _kill(processes: list[subprocess.Popen[bytes]]) -> None:
 ONE_HOST_LAUNCHERS = ("horovodrun", LOCAL_PROCESSES)
 """Launchers that start every rank on this machine (``mpirun`` and ``srun`` place them
 on the hosts of the allocation)."""
+
+
+def one_host_environment(launcher: str) -> dict[str, str]:
+    """What keeps the ranks of a one-host run on loopback: gloo and NCCL use the loopback
+    interface for their sockets (the rendezvous addresses are 127.0.0.1 already), so no rank
+    listens where another machine can reach it. Nothing for launchers that place ranks on
+    several hosts.
+
+    >>> one_host_environment("local-processes")["GLOO_SOCKET_IFNAME"]
+    'lo'
+    >>> one_host_environment("srun")
+    {}
+    """
+    if launcher not in ONE_HOST_LAUNCHERS:
+        return {}
+    interface = loopback_interface()
+    return {"GLOO_SOCKET_IFNAME": interface, "NCCL_SOCKET_IFNAME": interface}
 
 
 def check_scale(config: TrainingConfig, launcher: str) -> None:
@@ -136,12 +158,63 @@ def check_scale(config: TrainingConfig, launcher: str) -> None:
                         "set oversubscribe = true to run more ranks than cores")
 
 
-def _tail(path: str, lines: int = 15) -> str:
+STARTUP_NOISE = re.compile(
+    r"^\s*$|^[IWEF]\d{4} |^WARNING: All log messages before absl|oneDNN custom operations|"
+    r"To enable the following instructions|rebuild TensorFlow with|cuda drivers|cuInit|"
+    r"TF_ENABLE_ONEDNN_OPTS|This TensorFlow binary is optimized|computation placer")
+"""Lines libraries print while they start (TensorFlow's, absl's, XLA's): never a reason."""
+RANK_PREFIX = re.compile(r"^\[\d+(,\d+)?\]<std(out|err)>:")
+"""What ``horovodrun`` puts before each line of a rank's output."""
+EXIT_CODE = re.compile(r"(?:Exit code|exit(?:ed)? with status code):?\s*(-?\d+)", re.IGNORECASE)
+"""How ``horovodrun`` reports the exit status of the first rank that failed."""
+
+
+def meaningful_lines(path: str, count: int = 4) -> list[str]:
+    r"""The last ``count`` lines of the log at ``path`` that are not start-up noise.
+
+    >>> import tempfile
+    >>> log = tempfile.NamedTemporaryFile("w", suffix=".log", delete=False)
+    >>> _ = log.write("I0000 00:00 cudart_stub.cc:31] Could not find cuda drivers\n"
+    ...               "[1]<stderr>:ValueError: bad batch\nE0000 00:00 cuda_platform.cc:52] x\n")
+    >>> log.close()
+    >>> meaningful_lines(log.name)
+    ['ValueError: bad batch']
+    """
     try:
         with open(path, errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:])
+            lines = [RANK_PREFIX.sub("", line.rstrip()) for line in handle.readlines()[-400:]]
     except OSError:
-        return ""
+        return []
+    return [line.strip() for line in lines if not STARTUP_NOISE.search(line)][-count:]
+
+
+def killing_signal(codes: list[int | None], logs: list[str]) -> int | None:
+    """The signal that ended a launcher or a rank (a negative exit status among ``codes``,
+    or a rank's exit status of 128 + signal as ``horovodrun`` reports it in its log), None
+    where none did.
+
+    >>> killing_signal([None, -9], [])
+    9
+    """
+    for code in codes:
+        if code is not None and code < 0:
+            return -code
+    for log in logs:
+        try:
+            with open(log, errors="replace") as handle:
+                text = handle.read()[-20000:]
+        except OSError:
+            continue
+        for found in EXIT_CODE.finditer(text):
+            code = int(found.group(1))
+            if code < 0 or 128 < code < 128 + 65:
+                return -code if code < 0 else code - 128
+    return None
+
+
+KILLED_GRACE_S = 3.0
+"""How long the other ranks get once one of them was killed by a signal: they cannot finish
+without it (each would wait in its next collective until the time limit)."""
 
 
 def launch(config: TrainingConfig, workers: int | None = None, launcher: str | None = None, *,
@@ -181,6 +254,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env = dict(os.environ)
     env.update(rank_environment(config))
     env.update(extra_env or {})
+    env.update(one_host_environment(launcher))
     env.pop(RANK_VARIABLE, None)  # set per process for local processes only
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -188,17 +262,21 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
 
     processes, logs = [], []
     started = time.monotonic()
+    # a library that listens on every interface gets a network of its own on one host
+    network = (PrivateNetwork.start(die_with_this_process())
+               if strategy.private_network and launcher == LOCAL_PROCESSES else None)
     try:
         for index, (command, command_env) in enumerate(_commands(config, launcher, worker, env)):
             log_path = os.path.join(work_dir, f"launcher-{index}.log")
             logs.append(log_path)
+            preexec = die_with_this_process()
             with open(log_path, "w") as log:
-                processes.append(subprocess.Popen(command, env=command_env, stdout=log,
-                                                  stderr=subprocess.STDOUT, cwd=os.getcwd(),
-                                                  start_new_session=True,
-                                                  preexec_fn=die_with_this_process()))
-        first_error_at = None
-        while any(p.poll() is None for p in processes):
+                processes.append(subprocess.Popen(
+                    command, env=command_env, stdout=log, stderr=subprocess.STDOUT,
+                    cwd=os.getcwd(), start_new_session=True,
+                    preexec_fn=preexec if network is None else network.joiner(preexec)))
+        first_error_at = killed_at = None
+        while None in [p.poll() for p in processes]:   # every one polled: its status is read
             now = time.monotonic()
             if now - started > config.time_limit_s:
                 _kill(processes)
@@ -207,11 +285,19 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
                                    f"(logs: {work_dir})")
             if first_error_at is None and _errors(results):
                 first_error_at = now
+            if killed_at is None and any(p.returncode is not None and p.returncode < 0
+                                         for p in processes):
+                killed_at = now   # a rank killed from outside: the others wait for it forever
             if first_error_at is not None and now - first_error_at > grace_s:
+                break
+            if killed_at is not None and now - killed_at > min(grace_s, KILLED_GRACE_S):
                 break
             time.sleep(0.2)
     finally:
+        ended = [p.poll() for p in processes]   # before the clean-up kills the rest
         _kill(processes)
+        if network is not None:
+            network.close()
 
     errors = _errors(results)
     if errors:
@@ -229,11 +315,18 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     processes_expected = config.workers if config.multi_process else 1
     missing = sorted(set(range(processes_expected)) - set(outputs))
     if missing:
-        codes = ", ".join(str(p.returncode) for p in processes)
-        tail = " | ".join(line for log in logs for line in _tail(log).splitlines()[-4:])
+        codes = ", ".join("running" if code is None else str(code) for code in ended)
+        tail = " | ".join(line for log in logs for line in meaningful_lines(log))
+        signum = killing_signal(ended, logs)
+        if signum is not None:
+            name = signal.Signals(signum).name if signum in signal.valid_signals() else str(signum)
+            raise ProcessKilled(f"a rank or launcher was killed by {name} from outside; rank(s) "
+                                f"{', '.join(map(str, missing))} of {processes_expected} ended "
+                                f"without a result (exit status {codes}): {tail} "
+                                f"(logs: {work_dir})", signum)
         raise AccelmlError(f"rank(s) {', '.join(map(str, missing))} of {processes_expected} "
-                           f"ended without a result (exit status {codes}; a negative status "
-                           f"is the signal that killed it): {tail} (logs: {work_dir})")
+                           f"ended without a result (exit status {codes}): {tail} "
+                           f"(logs: {work_dir})")
     digests = tuple(d for rank in sorted(outputs) for d in outputs[rank].rank_digests)
     if len(set(digests)) != 1:
         listed = ", ".join(f"{i}: {d[:12]}" for i, d in enumerate(digests))
@@ -241,7 +334,12 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
                            f"the replicas did not stay in sync (logs: {work_dir})")
     if own_dir:
         shutil.rmtree(work_dir, ignore_errors=True)
-    return outputs[0].replace(rank_digests=digests)
+    listener = strategy.listeners(launcher)
+    if network is not None and network.why_not:
+        listener = Listener(f"every interface, unauthenticated: {config.strategy}'s library "
+                            f"binds them all, and {network.why_not}", False)
+    return outputs[0].replace(rank_digests=digests, listeners=listener.where,
+                              listeners_authenticated=listener.authenticated)
 
 
 @dataclass(frozen=True)

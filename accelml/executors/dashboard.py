@@ -27,6 +27,14 @@ LOCAL_ONLY = "127.0.0.1:0"
 """Where a scheduler's or worker's HTTP server listens while it is open: this machine only."""
 
 
+def dashboard_url(client: Client) -> str:
+    """Where the scheduler's dashboard is served: 127.0.0.1 (:data:`LOCAL_ONLY`), at the port
+    it got; not ``client.dashboard_link``, which names the scheduler's own (external)
+    address, where nothing answers."""
+    port = client.scheduler_info().get("services", {}).get("dashboard")
+    return f"http://{LOCAL_ONLY.rpartition(':')[0]}:{port}/status"
+
+
 def close_http(server: ServerNode) -> None:
     """Stop ``server``'s HTTP listener (a scheduler or worker, on its own event loop)."""
     http = getattr(server, "http_server", None)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Generic, Self, cast
 
 from accelml.errors import UnavailableError, interrupt_on
 from accelml.executors.config import ClusterSettings
-from accelml.executors.dashboard import close_cluster_http
+from accelml.executors.dashboard import close_cluster_http, dashboard_url
 from accelml.executors.interface import (
     CaseOutcome,
     FanOutProgress,
@@ -183,7 +183,7 @@ class JobQueueExecutor:
                                shared_directory=str(self.run_directory), security=self.security)
         self.client = Client(self.jobs.cluster, security=self.security, set_as_default=False)
         if self.settings.dashboard:
-            logger.warning("dask dashboard (this machine only): %s", self.client.dashboard_link)
+            logger.warning("dask dashboard (this machine only): %s", dashboard_url(self.client))
         else:
             close_cluster_http(self.client, workers=False)   # worker jobs close theirs (preload)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Self
 
 from accelml.executors.config import ClusterSettings
-from accelml.executors.dashboard import LOCAL_ONLY, close_cluster_http
+from accelml.executors.dashboard import LOCAL_ONLY, close_cluster_http, dashboard_url
 from accelml.executors.interface import CaseOutcome, Item, ProgressCallback, Result
 from accelml.executors.resources import CaseNeeds
 from accelml.probe import list_gpus, usable_cores
@@ -65,7 +65,7 @@ class LocalExecutor:
         self.client = Client(self.cluster)
         if self.dashboard:
             logging.getLogger(__name__).warning("dask dashboard (this machine only): %s",
-                                                self.client.dashboard_link)
+                                                dashboard_url(self.client))
         else:
             close_cluster_http(self.client)
         return self

@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.errors import AccelmlError, SpecError
 from accelml.expectations import run_to_run_expectation
 from accelml.report.arrays import (
@@ -459,8 +460,14 @@ class Baseline:
             raise SpecError(f"{path}: not a baseline: not UTF-8 text (byte {error.start})") from None
         try:
             data = json.loads(text)
+            too_deep = nesting_too_deep(data)
         except json.JSONDecodeError as error:
             raise SpecError(f"{path}: not valid JSON: {error.msg} at line {error.lineno}") from None
+        except RecursionError:   # nested deeper than Python's parser can follow
+            too_deep = True
+        if too_deep:
+            raise SpecError(f"{path}: not a baseline: its JSON nests more than {MAX_NESTING} "
+                            "levels deep")
         return cls.from_dict(data, str(path))
 
 

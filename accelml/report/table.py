@@ -134,6 +134,7 @@ class Row:
     ranks_differing: tuple[int, ...] = ()        # the ranks whose weights differ from rank 0's
     warmup_note: str = ""
     images_per_worker: float | None = None      # DL: images/s per worker (per GPU on GPUs)
+    open_listeners: str = ""                     # what a stranger could reach (unauthenticated)
 
     @property
     def different_optimum(self) -> bool:
@@ -268,12 +269,15 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             ranks_identical=None if result.dl is None else result.dl.ranks_identical,
             ranks_differing=() if result.dl is None else result.dl.ranks_differing,
             warmup_note=result.warmup_note, images_per_worker=images_per_worker(result),
+            open_listeners="" if result.dl is None or result.dl.listeners_authenticated
+            else result.dl.listeners,
         ))
     return rows
 
 
 def _status_text(row: Row, note: int | None = None) -> str:
-    flags = ", oversubscribed" if row.oversubscribed else ""
+    flags = (", oversubscribed" if row.oversubscribed else "") + \
+        (", unauthenticated listeners" if row.open_listeners else "")
     if row.status == "ok":
         text = ("ok, noisy" if row.noisy else "ok") + flags
         if row.different_optimum:
@@ -550,6 +554,8 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     if any(row.iterations is not None for row in rows) and \
             any("iterations" in heading for heading in layout.headings):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
+    for where in dict.fromkeys(row.open_listeners for row in rows if row.open_listeners):
+        notes.append(f"unauthenticated listeners: {where}")
     if any(row.warmup_note for row in rows):
         notes.append("a phase whose first run took seconds counted it instead of warming up")
     lines = ["; ".join(notes[:2]), *notes[2:], *layout.legend]

@@ -429,6 +429,8 @@ class DLMeasurements(JSONRecord):
     batchnorm_momentum: float | None = None     # the model's BatchNorm momentum (None: none)
     batchnorm_updates: int | None = None        # training steps, each updating its statistics
     path: str | None = None             # how the step ran and why (TrainingResult.path)
+    listeners: str = ""                         # what the ranks listened on for each other
+    listeners_authenticated: bool = True        # False: a stranger could reach them (flagged)
 
     @property
     def global_batch_size(self) -> int:
@@ -640,6 +642,7 @@ class RunRecord(JSONRecord):
     environment: Environment | None = None
     case_ids: tuple[str, ...] = field(default=())   # every planned case, in spec order
     deterministic: bool = False    # ran in deterministic mode (accelml.runner.determinism)
+    spec_signature: str = ""       # HMAC of spec_text and spec_path with its user's key (accelml.compare)
     schema_version: int = SCHEMA_VERSION
 
     RUNNING = "running"

@@ -52,10 +52,13 @@ Writers (the compare client)::
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import os
 import pwd
+import re
+import socket
 import sqlite3
 import tempfile
 import time
@@ -73,6 +76,9 @@ from accelml.results.records import SCHEMA_VERSION, CaseResult, RunRecord
 DEFAULT_RESULTS_DIR = "accelml-results"
 DATABASE_NAME = "results.sqlite"
 ARRAYS_DIR = "arrays"
+LOCKS_DIR = "locks"
+LOGS_DIR = "logs"
+"""Under a store: ``logs/RUN_ID/CASE_ID-PID/``, the launcher's and ranks' logs of a case."""
 BUSY_TIMEOUT_MS = 60_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -127,6 +133,32 @@ def array_to_npy_bytes(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
     return buffer.getvalue()
+
+
+RUN_ID_CHARACTERS = re.compile(r"[A-Za-z0-9.:+-]+")
+"""What a run id (or a prefix of one) is made of: :func:`accelml.compare.new_run_id` gives
+``20261126T051502-3fa9c1``; nothing that a pattern would read as a wildcard."""
+
+
+def check_run_id(run_id: str) -> None:
+    """A one-line :class:`StoreError` for a run id that could only match by accident.
+
+    >>> check_run_id("20261126T05")
+    >>> check_run_id("%")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    accelml.errors.StoreError: run id '%' is not a run id or a prefix of one: ... (no wildcards)
+    >>> check_run_id("")
+    Traceback (most recent call last):
+    ...
+    accelml.errors.StoreError: an empty run id matches nothing: give a run id, a unique prefix of one, or latest
+    """
+    if not run_id:
+        raise StoreError("an empty run id matches nothing: give a run id, a unique prefix of "
+                         "one, or latest")
+    if not RUN_ID_CHARACTERS.fullmatch(run_id):
+        raise StoreError(f"run id {run_id!r} is not a run id or a prefix of one: it has "
+                         "letters, digits, '.', ':', '+' and '-' only (no wildcards)")
 
 
 @dataclass(frozen=True)
@@ -427,14 +459,20 @@ class ResultsStore:
         return runs[0] if runs else None
 
     def get_run(self, run_id: str) -> RunRecord:
-        """The run named ``run_id`` (or by a unique prefix of it)."""
+        """The run named ``run_id`` exactly, or by a unique prefix of it; an empty id, or one
+        with characters no run id has (``%``, ``*``, ``_``, ``?``...), is an error, never a
+        pattern (:func:`check_run_id`)."""
+        check_run_id(run_id)
         with self._connect() as connection:
-            rows = connection.execute(
-                "SELECT run_id, record_json FROM runs WHERE run_id = ? OR run_id LIKE ?",
-                (run_id, run_id.replace("%", "").replace("_", r"\_") + "%"),
-            ).fetchall()
-        exact = [row for row in rows if row[0] == run_id]
-        rows = exact or rows
+            rows = connection.execute("SELECT run_id, record_json FROM runs WHERE run_id = ?",
+                                      (run_id,)).fetchall()
+            if not rows:
+                # the prefix is compared in Python: no SQL pattern ever sees the user's text
+                ids = [row[0] for row in connection.execute("SELECT run_id FROM runs")
+                       if str(row[0]).startswith(run_id)]
+                rows = [connection.execute("SELECT run_id, record_json FROM runs "
+                                           "WHERE run_id = ?", (found,)).fetchone()
+                        for found in ids]
         if not rows:
             known = ", ".join(run.run_id for run in self.list_runs()[:5]) or "none"
             raise StoreError(f"no run {run_id!r} in {self.database} (latest: {known})")
@@ -442,6 +480,44 @@ class ResultsStore:
             raise StoreError(f"run id prefix {run_id!r} is ambiguous: "
                              + ", ".join(sorted(row[0] for row in rows)))
         return self._run_record(rows[0][1], rows[0][0])
+
+    @contextmanager
+    def run_lock(self, run_id: str) -> Iterator[None]:
+        """Hold ``run_id`` for this process while it runs the run's cases: a second process
+        that asks (another ``compare --resume`` of the run) is refused with one line naming
+        the holder, instead of running the same cases again and losing one set of results.
+        The lock is the kernel's (``flock`` on a file under ``locks/``): it goes when its
+        holder ends, killed or not.
+
+        >>> import tempfile
+        >>> store = ResultsStore(tempfile.mkdtemp())
+        >>> with store.run_lock("r1"):
+        ...     with ResultsStore(store.directory).run_lock("r1"):
+        ...         pass  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        accelml.errors.StoreError: run r1 is being run by another process (pid ...); wait for it to end, then resume it
+        """
+        check_run_id(run_id)
+        folder = self.directory / LOCKS_DIR
+        try:
+            folder.mkdir(exist_ok=True)
+            handle = os.open(folder / f"{run_id}.lock", os.O_RDWR | os.O_CREAT, file_mode())
+        except OSError as error:
+            raise StoreError(f"cannot lock run {run_id} in {folder}: "
+                             f"{error.strerror or error}") from None
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(handle, 200, 0).decode(errors="replace").strip() or "unknown"
+                raise StoreError(f"run {run_id} is being run by another process ({holder}); "
+                                 "wait for it to end, then resume it") from None
+            os.ftruncate(handle, 0)
+            os.pwrite(handle, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+            yield
+        finally:
+            os.close(handle)     # releases the lock
 
     # -- case results --------------------------------------------------------------------
 

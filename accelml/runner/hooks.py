@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,7 @@ class MeasureContext:
     """Set in an interleaved comparison group: a measurer that repeats rounds passes it to
     :func:`accelml.runner.measure.repeat_until_stable` (one that does not, e.g. a training's
     epochs, is measured alone in its turn)."""
+    logs_dir: str | None = None     # where launchers' and ranks' logs are kept (the store's)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,14 @@ def measure_keras(case: Case, context: MeasureContext) -> Measurements:
     config = TrainingConfig.from_dict(training_config_dict(case))
     if config.output_dir is None and (config.checkpoints or config.tensorboard or config.save_model):
         config = config.replace(output_dir=str(Path(context.workdir) / "training"))
-    return measurements_from_training(launch(config), config)
+    work_dir = None
+    if context.logs_dir is not None:      # kept with the run in its store, named in reasons
+        work_dir = str(Path(context.logs_dir) / f"{case.case_id}-{os.getpid()}")
+        try:
+            os.makedirs(work_dir, exist_ok=True)
+        except OSError:
+            work_dir = None               # not writable from here: a scratch folder instead
+    return measurements_from_training(launch(config, work_dir=work_dir), config)
 
 
 def measurements_from_training(result: TrainingResult, config: TrainingConfig) -> Measurements:
@@ -138,6 +147,8 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig) -
         batchnorm_momentum=result.batchnorm_momentum,
         batchnorm_updates=result.batchnorm_updates,
         path=result.path or None,
+        listeners=result.listeners,
+        listeners_authenticated=result.listeners_authenticated,
     )
     return Measurements(
         timings=tuple(timings),

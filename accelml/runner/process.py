@@ -37,7 +37,7 @@ from accelml.cases import Case
 from accelml.convert import JSONRecord
 from accelml.results.records import CaseResult, FailureKind, utc_now
 from accelml.runner.stacks import STACKS_DIR_VARIABLE, STACKS_SIGNAL, ask_workers, hung_at, workers_hung_at
-from accelml.scratch import kill_tree, make_scratch, sweep
+from accelml.scratch import die_with_this_process, kill_tree, make_scratch, sweep
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -91,6 +91,7 @@ class CaseTask:
     workdir: str | None = None     # where scratch folders go (default: the system temp dir)
     environment: dict[str, str] | None = None   # variables set in the case process (deterministic mode)
     deterministic: bool = False    # the case process seeds Python/NumPy first (determinism.apply)
+    logs_dir: str | None = None    # where a case's launcher and rank logs are kept (the run's store)
 
     # What an executor reads to place the case (CaseNeeds.of_case):
     @property
@@ -137,6 +138,7 @@ class CaseInput(JSONRecord):
     spawned_at: float | None = None
     deterministic: bool = False
     turn_fds: tuple[int, int] | None = None   # (commands, replies): rounds in turn (runner.interleave)
+    logs_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -329,7 +331,7 @@ def run_case_process(task: CaseTask, turns: TurnControl | None = None) -> CaseOu
         inputs = CaseInput(case=task.case, run_id=task.run_id, arrays_dir=str(scratch / "arrays"),
                            cache_dir=task.cache_dir, threads=task.threads, time_limit_s=time_limit,
                            attempt=task.attempt, spawned_at=spawned_at,
-                           deterministic=task.deterministic,
+                           deterministic=task.deterministic, logs_dir=task.logs_dir,
                            turn_fds=None if turns is None else turns.child_fds)
         input_path.write_text(json.dumps(inputs.to_dict()))
         env = {**os.environ, **(task.environment or {}), **thread_environment(task.threads),
@@ -347,6 +349,10 @@ def run_case_process(task: CaseTask, turns: TurnControl | None = None) -> CaseOu
                 pass_fds=() if turns is None else turns.child_fds,
                 # Same session and process group as the client: the same CPU share (the
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
+                # The kernel kills it the moment its client dies (a watcher thread in the
+                # case could wait seconds for a fit that holds the GIL); the thread that
+                # starts it waits for it, so it cannot end first.
+                preexec_fn=die_with_this_process(),
             )
             with _RUNNING_LOCK:
                 _RUNNING[process.pid] = (process, scratch)

@@ -37,7 +37,7 @@ import numpy as np
 
 from accelml.cases import Case
 from accelml.datasets import load_dataset
-from accelml.errors import AccelmlError, UnavailableError
+from accelml.errors import AccelmlError, ProcessKilled, UnavailableError
 from accelml.estimators import Estimator, get_backend, task_of
 from accelml.results.records import (
     ArrayRef,
@@ -251,7 +251,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
     if inputs.time_limit_s:
         deadline = time.monotonic() + float(inputs.time_limit_s) - startup
     turns = None if inputs.turn_fds is None else Turns.from_fds(inputs.turn_fds)
-    context = MeasureContext(inputs.cache_dir, str(arrays_dir.parent), deadline, threads, turns)
+    context = MeasureContext(inputs.cache_dir, str(arrays_dir.parent), deadline, threads, turns,
+                             inputs.logs_dir)
     attempts = inputs.attempt
     pools: tuple[tuple[str, int], ...] = ()
     stored: list[str] = []
@@ -307,6 +308,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             kind = FailureKind.MEMORY
         elif isinstance(error, UnavailableError):
             kind = FailureKind.UNAVAILABLE
+        elif isinstance(error, ProcessKilled):
+            kind = FailureKind.KILLED
         elif isinstance(error, KeyboardInterrupt):
             raise
         else:

@@ -73,6 +73,7 @@ from accelml.cases import (
     RepeatPolicy,
     canonical_json,
 )
+from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.datasets.loaders import FILE_FORMATS, file_problem
 from accelml.datasets.registry import NAMED_SOURCES, dataset_task
 from accelml.dl.config import TrainingConfig, training_config_dict
@@ -101,6 +102,11 @@ MAX_SEED = 2**32 - 1
 MAX_GENERATED_VALUES = 2**31
 """A generated dataset holds at most this many values (n_samples x n_features; 16 GiB of float64)."""
 INT64 = (-(2**63), 2**63 - 1)
+MAX_TIME_LIMIT_S = 30 * 86400
+"""The longest time limit a case may have: 30 days."""
+MAX_CASES = 10_000
+"""The most cases one spec may expand to (each runs in a process of its own); a bigger
+comparison is several specs."""
 GRID_KEYS = ("algorithm", "backend", "device", "workers", "strategy", "dataset")
 
 
@@ -287,9 +293,7 @@ def _experiment_defaults(spec: _Spec, document: dict[str, Any]) -> dict[str, Any
     warmup = document.get("warmup", 1)
     if warmup < 0:
         raise spec.error("warmup", f"expected an integer >= 0, got {warmup}")
-    time_limit = document.get("time_limit", 600.0)
-    if time_limit <= 0:
-        raise spec.error("time_limit", f"expected seconds > 0, got {time_limit}")
+    time_limit = _time_limit(spec, document.get("time_limit", 600.0), "time_limit")
     return {
         "repeats": _repeat_policy(spec, document.get("repeats"), warmup, "repeats", RepeatPolicy()),
         "warmup": warmup,
@@ -298,6 +302,26 @@ def _experiment_defaults(spec: _Spec, document: dict[str, Any]) -> dict[str, Any
         "threads": _positive(spec, document, "threads", "", None),
         "seed": _seed(spec, document.get("seed", 0)),
     }
+
+
+def _time_limit(spec: _Spec, seconds: float, where: str) -> float:
+    """A time limit in seconds: above 0 and at most :data:`MAX_TIME_LIMIT_S` (nan and inf are
+    neither), so that every timer and batch directive can hold it."""
+    if not 0 < seconds <= MAX_TIME_LIMIT_S:
+        raise spec.error(where, f"expected seconds > 0 and at most {MAX_TIME_LIMIT_S} "
+                         f"(30 days), got {seconds}")
+    return float(seconds)
+
+
+def _case_count(table: object) -> int:
+    """How many cases a ``[[cases]]`` table asks for (its lists and grid multiplied), read
+    before any is made; a table that is not one counts 0 (its validation says why)."""
+    if not isinstance(table, dict):
+        return 0
+    grid = table.get("grid")
+    lists = [table.get(key) for key in GRID_KEYS]
+    lists += list(grid.values()) if isinstance(grid, dict) else []
+    return math.prod(len(value) for value in lists if isinstance(value, list))
 
 
 def _seed(spec: _Spec, seed: int) -> int:
@@ -400,9 +424,8 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
         raise spec.error(f"{where}.warmup", f"expected an integer >= 0, got {warmup}")
     base = defaults["repeats"]
     repeats = _repeat_policy(spec, table.get("repeats"), warmup, f"{where}.repeats", base)
-    time_limit = table.get("time_limit", defaults["time_limit_s"])
-    if time_limit <= 0:
-        raise spec.error(f"{where}.time_limit", f"expected seconds > 0, got {time_limit}")
+    time_limit = _time_limit(spec, table.get("time_limit", defaults["time_limit_s"]),
+                             f"{where}.time_limit")
     memory_limit = _positive(spec, table, "memory_limit_mb", f"{where}.", defaults["memory_limit_mb"])
     threads = _positive(spec, table, "threads", f"{where}.", defaults["threads"])
 
@@ -526,6 +549,10 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
     if not case_tables:
         raise spec.error("cases", "no cases; add at least one [[cases]] table")
     defaults = _experiment_defaults(spec, document)
+    planned = sum(_case_count(table) for table in case_tables) if isinstance(case_tables, list) else 0
+    if planned > MAX_CASES:
+        raise spec.error("cases", f"the spec expands to {planned:,} cases; at most {MAX_CASES:,} "
+                         "are allowed (split it into several specs)")
     cases: list[Case] = []
     for index, table in enumerate(case_tables):
         expanded = _cases(spec, index, table, datasets, defaults)
@@ -567,10 +594,16 @@ def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:
 
 def load_spec_text(text: str, source: str = "<spec>", base_dir: Path | None = None) -> Experiment:
     """Parse and validate spec text; ``source`` names it in error messages."""
+    document: dict[str, Any] | None
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SpecError(f"{source}: not valid TOML: {error}") from None
+    except RecursionError:
+        document = None          # nested deeper than Python's parser can follow
+    if document is None or nesting_too_deep(document):
+        raise SpecError(f"{source}: tables and arrays nest more than {MAX_NESTING} levels deep; "
+                        "a spec needs a few")
     return parse_spec(document, source, base_dir or Path.cwd(), text)
 
 

@@ -31,7 +31,7 @@ EXPERIMENT_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "repeats": ((int, dict), "an integer >= 1 or a table {min, max, target, confidence, max_seconds, "
                             "skip_warmup_after}"),
     "warmup": ((int,), "an integer >= 0"),
-    "time_limit": ((int, float), "seconds > 0"),
+    "time_limit": ((int, float), "seconds > 0, at most 2592000 (30 days)"),
     "memory_limit_mb": ((int,), "an integer >= 1 (MiB)"),
     "threads": ((int,), "an integer >= 1"),
     "seed": _INT,

@@ -161,6 +161,24 @@ BAD_SPECS = {
     "cluster_unknown_key": BASE + "[cluster]\ncolour = 1\n",
     "cluster_bad_launcher": BASE + '[cluster]\nlauncher = "telnet"\n',
     "cluster_negative_cores": BASE + "[cluster]\n[cluster.resources]\ncores = -1\n",
+    # bounds (issue 30): time limits every timer and #SBATCH -t can hold, nesting, case count
+    "time_limit_1e300": edit("time_limit = 60", "time_limit = 1e300"),
+    "time_limit_inf": edit("time_limit = 60", "time_limit = inf"),
+    "time_limit_nan": edit("time_limit = 60", "time_limit = nan"),
+    "time_limit_31_days": edit("time_limit = 60", "time_limit = 2678400"),
+    "time_limit_int64_max": edit("time_limit = 60", "time_limit = 9223372036854775807"),
+    "case_time_limit_1e300": edit('dataset = "blobs"\nparams', 'time_limit = 1e300\ndataset = "blobs"\nparams'),
+    "case_time_limit_nan": edit('dataset = "blobs"\nparams', 'time_limit = nan\ndataset = "blobs"\nparams'),
+    "case_time_limit_negative_inf": edit('dataset = "blobs"\nparams',
+                                         'time_limit = -inf\ndataset = "blobs"\nparams'),
+    "arrays_nested_100000_deep": "description = " + "[" * 100_000 + "]" * 100_000 + "\n" + BASE,
+    "tables_nested_100000_deep": "x = " + "{a = " * 100_000 + "1" + "}" * 100_000 + "\n" + BASE,
+    "params_nested_40_deep": edit("n_init = 1", "n_init = 1, extra = " + "[" * 40 + "1" + "]" * 40),
+    "grid_of_two_million_cases": edit("params = {", "grid = {max_iter = [" + ", ".join(map(str, range(1, 2001)))
+                                      + "], tol = [" + ", ".join(f"{i}e-6" for i in range(1, 1001))
+                                      + "]}\nparams = {"),
+    "grid_of_10002_cases": edit("params = {", "grid = {max_iter = [" + ", ".join(map(str, range(1, 5002)))
+                                + "]}\nparams = {"),
     # not a spec
     "not_toml": "this is [not toml\n",
     "empty_file": "",
@@ -222,6 +240,36 @@ def test_bad_spec_is_refused_by_every_command_that_reads_one(name, command, work
     rejected(argv, workdir, capsys)
 
 
+DATA_FILES = {
+    "npz_random_bytes": ("d.npz", os.urandom(600)),
+    "npz_zip_header_only": ("d.npz", b"PK\x03\x04garbage"),
+    "npz_empty": ("d.npz", b""),
+    "npz_truncated_zip": ("d.npz", b"PK\x05\x06" + bytes(18)),
+    "csv_binary": ("d.csv", b"\xff\xfe\x00garbage\x00" * 10),
+    "parquet_garbage": ("d.parquet", b"PAR1 not really"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DATA_FILES))
+def test_a_garbage_data_file_is_one_line(name, workdir, capsys):
+    """issue 30: a garbage .npz gave a BadZipFile traceback."""
+    file_name, content = DATA_FILES[name]
+    (workdir / file_name).write_bytes(content)
+    spec = workdir / "spec.toml"
+    target = "" if file_name.endswith(".npz") else 'target = "y"\n'
+    spec.write_text(dataset(f'[datasets.f]\nsource = "file"\npath = "{file_name}"\n{target}')
+                    + '[[cases]]\nalgorithm = "kmeans"\nbackend = "sklearn"\ndataset = "f"\n')
+    line = rejected(["compare", str(spec)], workdir, capsys)
+    assert "datasets.f" in line, line
+
+
+def test_a_case_count_beyond_the_cap_names_the_count(workdir, capsys):
+    spec = workdir / "spec.toml"
+    spec.write_text(BAD_SPECS["grid_of_two_million_cases"])
+    line = rejected(["compare", str(spec)], workdir, capsys)
+    assert "4,000,000 cases; at most 10,000" in line, line
+
+
 def test_the_base_spec_is_valid(workdir, capsys):
     spec = workdir / "spec.toml"
     spec.write_text(BASE)
@@ -268,6 +316,8 @@ def site(stored, workdir):
     (workdir / "latin1.json").write_bytes(b'\xff\xfe{"cases": []}')
     (workdir / "notjson.json").write_text("{nope")
     (workdir / "list.json").write_text("[1, 2]")
+    (workdir / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (workdir / "deep40.json").write_text('{"cases": ' + '{"a": ' * 40 + "1" + "}" * 40 + "}")
     (workdir / "empty").mkdir()
     (workdir / "zero").mkdir()
     (workdir / "zero" / "results.sqlite").write_bytes(b"")
@@ -355,6 +405,30 @@ BAD_COMMAND_LINES = {
     "export_parquet_under_a_file": ["export", "--all", "--results-dir", R, "--parquet", "afile/x.pq"],
     "check_junit_is_a_directory": ["check", "--run", "latest", "--baseline", B, "--results-dir", R,
                                    "--junit", "adir"],
+    # run ids are matched exactly or by a unique prefix, never as a pattern (issue 30)
+    "report_empty_run_id": ["report", "", "--results-dir", R],
+    "report_percent_run_id": ["report", "%", "--results-dir", R],
+    "report_underscore_run_id": ["report", "_", "--results-dir", R],
+    "report_star_run_id": ["report", "*", "--results-dir", R],
+    "report_percent_prefix_run_id": ["report", "2%", "--results-dir", R],
+    "report_against_percent": ["report", "latest", "--results-dir", R, "--against", "%"],
+    "export_empty_run_id": ["export", "", "--results-dir", R, "--csv", "x.csv"],
+    "export_percent_run_id": ["export", "%", "--results-dir", R, "--csv", "x.csv"],
+    "check_run_empty": ["check", "--run", "", "--baseline", B, "--results-dir", R],
+    "check_run_percent": ["check", "--run", "%", "--baseline", B, "--results-dir", R],
+    "check_run_underscore": ["check", "--run", "_", "--baseline", B, "--results-dir", R],
+    "compare_resume_empty": ["compare", "--resume", "", "--results-dir", R],
+    "compare_resume_percent": ["compare", "--resume", "%", "--results-dir", R],
+    "compare_resume_underscore_prefix": ["compare", "--resume", "2_", "--results-dir", R],
+    "compare_resume_question_mark": ["compare", "--resume", "?", "--results-dir", R],
+    # nested baselines, a spec of another kind (issue 30)
+    "check_baseline_nested_100000_deep": ["check", "--run", "latest", "--baseline", "deep.json",
+                                          "--results-dir", R],
+    "check_baseline_nested_40_deep": ["check", "--run", "latest", "--baseline", "deep40.json",
+                                      "--results-dir", R],
+    "update_baseline_nested_existing": ["check", "--run", "latest", "--baseline", "deep.json",
+                                        "--results-dir", R, "--update-baseline"],
+    "no_command": [],
     # the others
     "slurm_script_missing_spec": ["slurm-script", "missing.toml"],
     "slurm_script_unknown_cluster": ["slurm-script", S, "--cluster", "nope"],

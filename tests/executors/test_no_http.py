@@ -54,6 +54,19 @@ def test_a_dashboard_asked_for_listens_on_localhost_only():
     assert opened and {ip for ip, _ in opened} == {"127.0.0.1"}
 
 
+def test_the_dashboard_url_printed_is_where_it_answers(caplog):
+    """issue 30: --dashboard printed a URL on the external address; it serves 127.0.0.1 only."""
+    import urllib.request
+
+    with caplog.at_level("WARNING"), LocalExecutor(ClusterSettings(dashboard=True)) as executor:
+        port = executor.cluster.scheduler.http_server.port
+        (line,) = [r.getMessage() for r in caplog.records if "dask dashboard" in r.getMessage()]
+        url = line.rpartition(" ")[2]
+        assert url == f"http://127.0.0.1:{port}/status", line
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert answer.status == 200
+
+
 def test_the_dashboard_setting_is_checked():
     from accelml.errors import SpecError
 

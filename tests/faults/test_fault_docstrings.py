@@ -6,6 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["accelml.scratch", "accelml.errors", "accelml.dl.launch", "accelml.runner.process",
+           "accelml.dl.loopback_horovodrun", "accelml.dl.private_network",
            "accelml.runner.environment", "accelml.results.store"]
 
 

@@ -187,3 +187,37 @@ def test_verify_counts_what_it_read(stored):
     check = store.verify(store.latest_run().run_id)
     assert check.cases == 2 and check.arrays >= 2
     json.dumps(check.__dict__)
+
+
+@pytest.mark.parametrize("damage", ["flipped_labels", "truncated", "deleted", "replaced"])
+def test_an_identity_behind_one_shared_digest_is_verified(damage, tmp_path, capsys):
+    """issue 30, item 7: two results sharing one digest were called bitwise identical without
+    reading the file; now the file is read and checked, or the pair is marked unverified."""
+    from accelml.report.repro import compare_results
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.replace('["sklearn", "sklearnex"]', '"sklearn"'))
+    results = tmp_path / "results"
+    for _ in range(2):        # one case, run twice: both results name one array file
+        assert main(["compare", str(spec), "--results-dir", str(results), "--no-progress",
+                     "--json"]) == 0
+    capsys.readouterr()
+    store = ResultsStore(results, read_only=True)
+    first, second = (store.case_results(run.run_id)[0] for run in store.list_runs())
+    assert first.prediction("predictions").digest == second.prediction("predictions").digest
+    assert compare_results(store, first, b=second).bitwise_identical
+    digest = first.prediction("predictions").digest
+    path = results / "arrays" / digest[:2] / f"{digest}.npy"
+    labels = np.load(path)
+    if damage == "flipped_labels":
+        np.save(path, (labels.max() - labels).astype(labels.dtype))
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:60])
+    elif damage == "deleted":
+        path.unlink()
+    else:
+        np.save(path, np.zeros_like(labels))
+    agreement = compare_results(store, first, b=second)
+    assert not agreement.bitwise_identical
+    (array,) = [entry for entry in agreement.arrays if entry.name == "predictions"]
+    assert not array.identical and "unverified" in array.note and str(path) in array.note

@@ -32,12 +32,15 @@ from accelml.dl.strategies._record import (
     FLOAT32,
     LAUNCHERS,
     LOCAL_PROCESSES,
+    NO_LISTENER,
     SRUN,
     STRATEGIES_POINT,
     Determinism,
+    Listener,
     Strategy,
     default_strategy,
     find_strategy,
+    no_listeners,
     no_rank_variables,
     no_variables,
     strategy_libraries,
@@ -45,8 +48,9 @@ from accelml.dl.strategies._record import (
 )
 from accelml.probe import Availability
 
-__all__ = ["ALLREDUCE", "AUTO", "FLOAT32", "LAUNCHERS", "LOCAL_PROCESSES", "SRUN", "STRATEGIES_POINT",
-           "Determinism", "Strategy", "default_strategy", "find_strategy", "no_rank_variables", "no_variables",
+__all__ = ["ALLREDUCE", "AUTO", "FLOAT32", "LAUNCHERS", "LOCAL_PROCESSES", "NO_LISTENER", "SRUN",
+           "STRATEGIES_POINT", "Determinism", "Listener", "Strategy", "default_strategy",
+           "find_strategy", "no_listeners", "no_rank_variables", "no_variables",
            "probe_strategy", "strategy_availability", "strategy_libraries", "strategy_named"]
 
 

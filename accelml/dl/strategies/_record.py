@@ -76,6 +76,28 @@ class Determinism:
 
 
 @dataclass(frozen=True)
+class Listener:
+    """What a run's ranks listen on for each other, and whether a stranger could talk to it.
+
+    ``where``: one line for the case record and the table; ``authenticated``: only the
+    run's own processes can use it (loopback of one host, a private network, a shared
+    secret). A listener that is not is flagged in the table with ``where`` as the reason.
+    """
+
+    where: str
+    authenticated: bool
+
+
+NO_LISTENER = Listener("none: one process", True)
+"""A single-process strategy's ranks listen on nothing."""
+
+
+def no_listeners(launcher: str) -> Listener:
+    """A strategy whose runs start no listener."""
+    return NO_LISTENER
+
+
+@dataclass(frozen=True)
 class Strategy:
     """One way of spreading Keras training over workers (devices or processes).
 
@@ -99,6 +121,10 @@ class Strategy:
     ``gradient_reduction`` (how gradients are averaged across workers) and
     ``gradient_reduce_dtype`` (the dtype they travel in) it implements, besides ``auto``
     (:data:`AUTO`, the default: the strategy's own choice).
+    ``listeners(launcher)``: what its ranks listen on when ``launcher`` starts them
+    (:class:`Listener`), recorded with every case. ``private_network``: its library listens
+    on every interface whatever address it is given, so the ranks of a one-host run share a
+    private network namespace (:mod:`accelml.dl.private_network`).
     """
 
     name: str
@@ -121,6 +147,8 @@ class Strategy:
     default: bool = False
     gradient_reductions: tuple[str, ...] = (ALLREDUCE,)
     gradient_reduce_dtypes: tuple[str, ...] = (FLOAT32,)
+    listeners: Callable[[str], Listener] = no_listeners
+    private_network: bool = False
 
     def __post_init__(self) -> None:
         where = f"strategy {self.name!r}"

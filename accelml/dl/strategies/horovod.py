@@ -46,7 +46,14 @@ from accelml.dl.engines import (
     torch_deterministic_environment,
     torch_installed,
 )
-from accelml.dl.strategies import SRUN, Determinism, Strategy, _horovod_tensorflow, _horovod_torch
+from accelml.dl.strategies import (
+    SRUN,
+    Determinism,
+    Listener,
+    Strategy,
+    _horovod_tensorflow,
+    _horovod_torch,
+)
 from accelml.probe import Availability, distribution_version, find_launcher, import_or_reason, list_gpus
 
 ENGINES: dict[str, Callable[[TrainingConfig, ImageData], TrainingResult]] = {
@@ -139,6 +146,17 @@ def horovod_deterministic_environment(threads: int | None) -> dict[str, str]:
             "HOROVOD_FUSION_THRESHOLD": "0", "HOROVOD_HIERARCHICAL_ALLREDUCE": "0"}
 
 
+def listeners(launcher: str) -> Listener:
+    """``horovodrun`` (one host): its rendezvous key-value server and the ranks' gloo sockets
+    on 127.0.0.1 (:mod:`accelml.dl.loopback_horovodrun`); under ``mpirun``/``srun`` Horovod
+    starts no server of its own and the ranks meet through MPI."""
+    if launcher == "horovodrun":
+        return Listener("loopback only: horovodrun's rendezvous server and gloo on 127.0.0.1",
+                        True)
+    return Listener(f"MPI's own transports under {launcher} (Horovod starts no server); "
+                    "what they listen on is the MPI installation's setting", True)
+
+
 STRATEGY = Strategy(
     name="horovod",
     doc="one process per rank, Keras 3 on TensorFlow or PyTorch (keras_backend), gradients "
@@ -158,4 +176,5 @@ STRATEGY = Strategy(
     default_launcher="horovodrun",
     mpi_ranks=True,
     rank_environment=horovod_environment,
+    listeners=listeners,
 )

@@ -51,7 +51,14 @@ from accelml.dl.engines import (
 )
 from accelml.dl.models import batchnorm_momentum, build_model
 from accelml.dl.pipelines import evaluation_dataset, steps_per_epoch, train_dataset
-from accelml.dl.strategies import LOCAL_PROCESSES, SRUN, Determinism, Strategy, tf_devices
+from accelml.dl.strategies import (
+    LOCAL_PROCESSES,
+    SRUN,
+    Determinism,
+    Listener,
+    Strategy,
+    tf_devices,
+)
 from accelml.errors import UnavailableError
 
 
@@ -217,6 +224,18 @@ def _replica_digests(model: KerasModel, strategy: DistributionStrategy) -> tuple
     return tuple(weights_digest(arrays) for arrays in per_replica)
 
 
+def _multiworker_listeners(launcher: str) -> Listener:
+    """TensorFlow's gRPC server binds every interface and authenticates no one: one-host
+    ranks get a private network (:mod:`accelml.dl.private_network`); under ``srun`` it
+    listens on every interface of the job's nodes."""
+    if launcher == LOCAL_PROCESSES:
+        return Listener("a private network namespace: TensorFlow's gRPC server reachable by "
+                        "the run's ranks only", True)
+    return Listener("TensorFlow's gRPC server on every interface of the job's nodes, "
+                    "unauthenticated (TensorFlow binds 0.0.0.0 and has no authentication)",
+                    False)
+
+
 def _tf_config(rank: int, addresses: tuple[str, ...]) -> dict[str, str]:
     """``multiworker`` as local processes: every rank gets the cluster and its own index."""
     return {"TF_CONFIG": json.dumps({"cluster": {"worker": list(addresses)},
@@ -256,6 +275,8 @@ STRATEGY = (
         multi_process=True,
         launchers=(LOCAL_PROCESSES, SRUN),
         local_process_environment=_tf_config,
+        listeners=_multiworker_listeners,
+        private_network=True,
         # MultiWorkerMirroredStrategy with Keras 3's fit fails (tensorflow/tensorflow#72388)
         environment_before_import=(("TF_USE_LEGACY_KERAS", "1"),)),
 )

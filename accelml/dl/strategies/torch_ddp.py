@@ -37,11 +37,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from accelml.cases import Expectation
-from accelml.dl.common import free_ports, in_slurm_step, slurm_tasks_per_node
+from accelml.dl.common import (
+    LOOPBACK,
+    free_ports,
+    in_slurm_step,
+    listening_socket,
+    slurm_tasks_per_node,
+)
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
 from accelml.dl.engines import probe_keras, requirements, torch_deterministic_environment
-from accelml.dl.strategies import LOCAL_PROCESSES, SRUN, Determinism, Strategy
+from accelml.dl.strategies import LOCAL_PROCESSES, SRUN, Determinism, Listener, Strategy
 from accelml.dl.strategies.torch_loop import Collectives, train_on_torch
 from accelml.errors import UnavailableError
 from accelml.probe import Availability, distribution_version, import_or_reason
@@ -75,14 +81,19 @@ def connect(config: TrainingConfig) -> Collectives:
         torch.cuda.set_device(local_rank % torch.cuda.device_count())   # NCCL's device
     if config.captures_steps:     # NCCL work recorded in a CUDA graph
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "0")
-    host = os.environ.get("MASTER_ADDR") or ("localhost" if size == 1 else None)
+    host = os.environ.get("MASTER_ADDR") or (LOOPBACK if size == 1 else None)
     port = os.environ.get("MASTER_PORT") or (str(free_ports(1)[0]) if size == 1 else None)
     if host is None or port is None:
         raise UnavailableError(f"torch-ddp rank {rank} of {size} needs MASTER_ADDR and "
                                "MASTER_PORT (accelml.dl.launch sets them)")
-    dist.init_process_group("nccl" if on_gpu else "gloo", init_method=f"tcp://{host}:{port}",
-                            rank=rank, world_size=size,
-                            timeout=datetime.timedelta(seconds=config.time_limit_s))
+    timeout = datetime.timedelta(seconds=config.time_limit_s)
+    # TCPStore's own server listens on every interface: rank 0 hands it a socket that
+    # listens on MASTER_ADDR's address only (loopback in a one-host run), and owns it after
+    listening = listening_socket(host, int(port)).detach() if rank == 0 else None
+    make_store = dist.TCPStore  # type: ignore[attr-defined]
+    store = make_store(host, int(port), size, rank == 0, timeout, master_listen_fd=listening)
+    dist.init_process_group("nccl" if on_gpu else "gloo", store=store, rank=rank,
+                            world_size=size, timeout=timeout)
 
     def average(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         summed = [tensor.clone() for tensor in tensors]
@@ -126,6 +137,16 @@ def rendezvous(config: TrainingConfig) -> dict[str, str]:
     environment already names them."""
     return {"MASTER_ADDR": os.environ.get("MASTER_ADDR") or socket.gethostname(),
             "MASTER_PORT": os.environ.get("MASTER_PORT") or str(free_ports(1)[0])}
+
+
+def listeners(launcher: str) -> Listener:
+    """Rank 0's TCPStore and every rank's gloo/NCCL sockets: on 127.0.0.1 when the ranks are
+    local processes; under ``srun`` on the job's interface, where torch.distributed can
+    authenticate no one."""
+    if launcher == LOCAL_PROCESSES:
+        return Listener("loopback only: TCPStore and gloo/NCCL on 127.0.0.1", True)
+    return Listener("TCPStore and gloo/NCCL on the job's interface, unauthenticated "
+                    "(torch.distributed has no authentication)", False)
 
 
 def probe_distributed() -> Availability:
@@ -177,4 +198,5 @@ STRATEGY = Strategy(
     default_launcher=LOCAL_PROCESSES,
     local_process_environment=rank_variables,
     rank_environment=rendezvous,
+    listeners=listeners,
 )

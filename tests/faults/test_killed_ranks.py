@@ -1,0 +1,63 @@
+"""A killed rank is ``killed``, with its signal, and retried (issue 30, item 2).
+
+A ``kill -9`` of one rank was recorded as ``error``, so ``--retry-failed`` left it failed;
+its reason named a logs folder under /tmp that no longer existed. Now: the case is
+``killed`` by SIGKILL, its reason names the logs folder in the run's store (which exists
+and holds the launcher's log), shows no library start-up noise, and ``--resume
+--retry-failed`` runs it again (attempt 2). Real torch-ddp ranks, 2 local processes.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from accelml.results.store import ResultsStore
+
+from .conftest import gone, ranks_of, wait_for
+from .test_rank_cleanup import HOROVOD_SPEC
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
+
+DDP_SPEC = HOROVOD_SPEC.format(time_limit=600).replace(
+    'strategy = "horovod"', 'strategy = "torch-ddp"\nkeras_backend = "torch"')
+
+
+def kill_one_rank(faults, client) -> None:
+    wait_for(lambda: len(ranks_of(faults.tag)) >= 2 or client.poll() is not None, "two ranks")
+    assert client.poll() is None, client.communicate()
+    ranks_of(faults.tag)[-1].send_signal(signal.SIGKILL)
+
+
+def the_result(faults):
+    (run,) = ResultsStore(faults.results).list_runs()
+    (result,) = ResultsStore(faults.results).case_results(run.run_id)
+    return run, result
+
+
+def test_a_rank_killed_with_sigkill_is_killed_and_retried(faults, tmp_path):
+    spec = tmp_path / "ddp.toml"
+    spec.write_text(DDP_SPEC)
+    client = faults.client(str(spec))
+    kill_one_rank(faults, client)
+    _, err = client.communicate(timeout=300)
+    assert client.returncode == 1, err
+    assert gone(faults.tag) == []
+    run, result = the_result(faults)
+    assert result.failure.value == "killed", result.reason
+    assert "killed by SIGKILL" in result.reason, result.reason
+    assert not re.search(r"I0000|W0000|E0000|absl|oneDNN", result.reason), result.reason
+    logs = Path(re.search(r"\(logs: ([^)]+)\)", result.reason).group(1))
+    assert logs.is_dir() and logs.is_relative_to(faults.results / "logs" / run.run_id), logs
+    assert any(logs.glob("launcher-*.log"))
+
+    again = faults.client("--resume", run.run_id, "--retry-failed")
+    kill_one_rank(faults, again)              # it runs again: kill it once more
+    _, err = again.communicate(timeout=300)
+    assert "1 case(s) to run of 1" in err, err
+    _, result = the_result(faults)
+    assert result.failure.value == "killed" and result.attempts == 2, result
+    assert gone(faults.tag) == []

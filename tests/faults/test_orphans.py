@@ -1,0 +1,74 @@
+"""Orphans and Ctrl-C at any moment (issue 30, item 3).
+
+- A single-process case lived on 2.0 to 2.7 s after its client was killed with SIGKILL (its
+  watcher thread waited for a fit that held the GIL): the kernel now kills it with its
+  client (a parent-death signal), within half a second.
+- Ctrl-C while ``python -m accelml`` was still importing gave a ``KeyboardInterrupt``
+  traceback: at every moment it is one line and exit 130.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from .conftest import REPO, case_processes, gone, wait_for
+from .test_client_faults import SLOW_CASES, spec_with
+
+pytestmark = [pytest.mark.faults, pytest.mark.slow]
+
+ONE_SLOW_CASE = SLOW_CASES.replace("[100000, 100001, 100002]", "[100000]").replace(
+    "time_limit = 2", "time_limit = 300")
+
+
+def test_a_case_dies_within_half_a_second_of_its_client(faults, tmp_path):
+    spec = spec_with(tmp_path, cases=1, extra=ONE_SLOW_CASE)
+    client = faults.client(spec)
+    slow = []
+
+    def slow_case_running() -> bool:   # the second case process is the forest's
+        found = case_processes(faults.tag)
+        if client.poll() is None and found and found[0].pid not in seen:
+            seen.add(found[0].pid)
+        slow[:] = found if len(seen) >= 2 else []
+        return bool(slow) or client.poll() is not None
+
+    seen: set[int] = set()
+    wait_for(slow_case_running, "the slow case process", step=0.05)
+    assert client.poll() is None, client.communicate()
+    time.sleep(1.0)                       # into its fit
+    (case,) = slow
+    client.send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    while case.is_running() and case.status() != psutil.STATUS_ZOMBIE:
+        if time.monotonic() - killed_at > 10:
+            break
+        time.sleep(0.01)
+    lived = time.monotonic() - killed_at
+    client.communicate(timeout=60)
+    assert lived < 0.5, f"the case process lived {lived:.2f} s after its client"
+    assert gone(faults.tag) == []
+
+
+@pytest.mark.parametrize("delay", [0.5, 0.8, 1.2, 2.0, 2.7])
+def test_ctrl_c_while_starting_is_one_line(delay, faults, tmp_path):
+    spec = spec_with(tmp_path, cases=1)
+    process = subprocess.Popen([sys.executable, "-m", "accelml", "compare", spec, "--results-dir",
+                                str(faults.results), "--no-progress"], cwd=REPO, env=faults.env,
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    if process.returncode == 0:
+        pytest.skip(f"the run ended before SIGINT at {delay} s")
+    assert "Traceback" not in err, err
+    assert process.returncode == 130, (process.returncode, err)
+    assert err.strip().splitlines()[-1].endswith("interrupted") or \
+        "interrupted" in err.strip().splitlines()[-1], err
+    assert gone(faults.tag) == []
