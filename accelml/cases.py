@@ -110,6 +110,33 @@ class DatasetSpec(JSONRecord):
         return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Container(JSONRecord):
+    """The container image a case runs in (spec key ``container``).
+
+    ``runtime`` names a plug-in of :mod:`accelml.containers` (charliecloud, apptainer,
+    singularity), ``image`` what it runs (a directory or a ``.sif`` file), ``binds`` host paths
+    mounted into it (``SRC`` or ``SRC:DST``) and ``python`` the interpreter inside it.
+
+    >>> Container("charliecloud", "/images/bookworm", ("/scratch",)).label
+    'charliecloud:bookworm'
+    >>> Container("charliecloud", "/images/bookworm", python="/venv/bin/python").label
+    'charliecloud:bookworm with /venv/bin/python'
+    """
+
+    runtime: str
+    image: str
+    binds: tuple[str, ...] = ()
+    python: str = "python3"
+
+    @property
+    def label(self) -> str:
+        """``runtime:image-name`` (and the Python inside when it is not the image's
+        ``python3``), as tables and the agreement matrix show it."""
+        python = f" with {self.python}" if self.python != "python3" else ""
+        return f"{self.runtime}:{self.image.rstrip('/').rsplit('/', 1)[-1]}{python}"
+
+
 OVERSUBSCRIBE = "oversubscribe"
 """The parameter (spec key) that lets a case start more ranks on one machine than it has
 cores; such a case is flagged wherever its results are shown."""
@@ -133,11 +160,13 @@ class Case(JSONRecord):
     memory_limit_mb: int | None = None
     threads: int | None = None
     seed: int = 0
+    container: Container | None = None
+    """The image the case process and its ranks run in; None: on the host."""
 
     @property
     def identity(self) -> dict[str, JSONValue]:
-        """What defines the case (``library_params`` only when there are some: the ids of
-        cases without them are those they always had)."""
+        """What defines the case (``library_params`` and ``container`` only when there are
+        some: the ids of cases without them are those they always had)."""
         identity: dict[str, JSONValue] = {
             "algorithm": self.algorithm,
             "backend": self.backend,
@@ -149,6 +178,8 @@ class Case(JSONRecord):
         }
         if self.library_params:
             identity["library_params"] = dict(self.library_params)
+        if self.container is not None:
+            identity["container"] = self.container.to_dict()
         return identity
 
     @property
@@ -174,8 +205,9 @@ class Case(JSONRecord):
     def label(self) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in self.params + self.library_params)
         workers = f" x{self.workers}" if self.workers != 1 else ""
+        inside = f" in {self.container.label}" if self.container is not None else ""
         return (f"{self.algorithm}/{self.backend}/{self.device}{workers} on {self.dataset.name}"
-                + (f" ({extra})" if extra else ""))
+                + (f" ({extra})" if extra else "") + inside)
 
     def json_extras(self) -> dict[str, JSONValue]:
         """Written beside the fields (:mod:`accelml.convert`): the ``case_id``, checked when read."""

@@ -170,8 +170,9 @@ def case_label(result: CaseResult) -> str:
     workers = f" x{result.workers}" if result.workers != 1 else ""
     shown = result.strategy and result.strategy != default_strategy().name
     strategy = f" [{result.strategy}]" if shown else ""
+    inside = f" in {result.container.label}" if result.container is not None else ""
     return (f"{result.algorithm}/{result.backend}/{result.device}{workers}{strategy} "
-            f"on {result.dataset}" + (f" ({extra})" if extra else ""))
+            f"on {result.dataset}" + (f" ({extra})" if extra else "") + inside)
 
 
 def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
@@ -187,6 +188,7 @@ def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
             ("device", result.device), ("workers", f"x{result.workers}"),
             ("strategy", f"[{result.strategy}]" if shown else ""), ("dataset", result.dataset),
             *((key, f"{key}={value}") for key, value in result.params),
+            *((("container", f"in {result.container.label}"),) if result.container else ()),
             ("run", result.run_id))
 
 
@@ -271,7 +273,8 @@ def _identity(result: CaseResult, leave_out: Iterable[str]) -> Identity:
                           if "strategy" not in leave_out or item[0] not in ENGINE_PARAMS))
     fields = {"algorithm": result.algorithm, "backend": result.backend, "device": result.device,
               "workers": result.workers, "strategy": result.strategy or default_strategy().name,
-              "dataset": result.dataset, "params": params}
+              "dataset": result.dataset, "params": params,
+              "container": result.container}
     for name in leave_out:
         fields.pop(name)
     return tuple(sorted(fields.items()))
@@ -341,11 +344,14 @@ class AgreementMatrix:
     cross_run: tuple[Agreement, ...] = ()
     skipped: tuple[tuple[str, str], ...] = field(default=())
     cross_strategy: tuple[Agreement, ...] = ()
+    cross_container: tuple[Agreement, ...] = ()
+    """Each case in a container image against the same case on the host (or in the run's
+    first image when no case ran on the host)."""
 
     @property
     def comparisons(self) -> tuple[Agreement, ...]:
         return (self.cross_backend + self.cross_device + self.cross_scale + self.cross_strategy
-                + self.cross_run)
+                + self.cross_container + self.cross_run)
 
     @property
     def unexpected(self) -> tuple[RunToRun | Agreement, ...]:
@@ -385,6 +391,7 @@ class AgreementMatrix:
             "cross_device": [e.to_dict() for e in self.cross_device],
             "cross_scale": [e.to_dict() for e in self.cross_scale],
             "cross_strategy": [e.to_dict() for e in self.cross_strategy],
+            "cross_container": [e.to_dict() for e in self.cross_container],
             "cross_run": [e.to_dict() for e in self.cross_run],
             "skipped": [list(item) for item in self.skipped],
         }
@@ -396,7 +403,7 @@ class AgreementMatrix:
 
 
 KIND_SHORT = {"run-to-run": "repeats", "cross-backend": "backend", "cross-device": "device",
-              "cross-scale": "scale", "cross-run": "run"}
+              "cross-scale": "scale", "cross-run": "run", "cross-container": "container"}
 
 
 def _join(parts: Iterable[tuple[str, str]]) -> str:
@@ -550,6 +557,11 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_strategy = (comparisons("cross-strategy", ("strategy",),
                                   lambda r: r.strategy == strategies[0])
                       if len(strategies) > 1 else ())
+    containers = list(dict.fromkeys(r.container for r in ok))
+    on_host = None if None in containers else containers[0]
+    cross_container = (comparisons("cross-container", ("container",),
+                                   lambda r: r.container == on_host)
+                       if len(containers) > 1 else ())
     cross_run: tuple[Agreement, ...] = ()
     if against is not None:
         other_store, other_run = against
@@ -559,4 +571,4 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
                                           measures_used=used)
                           for r in ok if r.case_id in others)
     return AgreementMatrix(run.run_id, reference, repeat_entries, cross_backend, cross_device,
-                           cross_scale, cross_run, skipped, cross_strategy)
+                           cross_scale, cross_run, skipped, cross_strategy, cross_container)

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
-from accelml.cases import Case, JSONScalar, canonical_json
+from accelml.cases import Case, Container, JSONScalar, canonical_json
 from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 1
@@ -294,6 +294,26 @@ class GPUDevice(JSONRecord):
 
 
 @dataclass(frozen=True)
+class ContainerImage(JSONRecord):
+    """The container image a case ran in: its runtime (and version), path and content digest."""
+
+    runtime: str
+    runtime_version: str
+    image: str
+    digest: str
+
+    @property
+    def label(self) -> str:
+        """``runtime:image-name@digest-prefix``.
+
+        >>> ContainerImage("charliecloud", "0.31", "/img/bookworm", "sha256:0123456789abcdef").label
+        'charliecloud:bookworm@0123456789ab'
+        """
+        return (f"{self.runtime}:{self.image.rstrip('/').rsplit('/', 1)[-1]}"
+                f"@{self.digest.partition(':')[2][:12]}")
+
+
+@dataclass(frozen=True)
 class Environment(JSONRecord):
     """Where a result was measured. ``env_hash`` names the software + hardware environment.
 
@@ -313,6 +333,7 @@ class Environment(JSONRecord):
     hostname: str = ""
     slurm_job_id: str | None = None
     threads: int | None = None                 # threads this case was allowed to use
+    container: ContainerImage | None = None    # the image it ran in; None: on the host
 
     @property
     def env_hash(self) -> str:
@@ -325,6 +346,8 @@ class Environment(JSONRecord):
             "libraries": [list(item) for item in self.libraries],
             "gpus": [gpu.to_dict() for gpu in self.gpus],
         }
+        if self.container is not None:   # (left out on the host: older hashes stay as they were)
+            identity["container"] = {"runtime": self.container.runtime, "digest": self.container.digest}
         return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:16]
 
     def library_version(self, name: str) -> str | None:
@@ -440,6 +463,7 @@ class CaseResult(JSONRecord):
     finished_at: str = ""
     wall_seconds: float | None = None             # client-side, process start to result
     attempts: int = 1
+    container: Container | None = None           # the image the case was told to run in
     schema_version: int = SCHEMA_VERSION
 
     OK = "ok"
@@ -480,7 +504,7 @@ class CaseResult(JSONRecord):
             reason=lines[0].strip() if lines else "", timings=timings,
             peak_host_memory_bytes=peak_host_memory_bytes, threads=threads,
             environment=environment, started_at=started_at, finished_at=utc_now(),
-            wall_seconds=wall_seconds, attempts=attempts,
+            wall_seconds=wall_seconds, attempts=attempts, container=case.container,
         )
 
     @property

@@ -17,6 +17,7 @@ import platform
 import socket
 import sys
 
+from accelml.containers import running_image
 from accelml.dl.strategies import strategy_libraries
 from accelml.estimators import BACKENDS
 from accelml.probe import list_gpus, usable_cores
@@ -57,7 +58,8 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 
 def fingerprint(threads: int | None = None) -> Environment:
-    """Versions, CPU, cores, GPUs (through NVML), hostname and SLURM job id of this process."""
+    """Versions, CPU, cores, GPUs (through NVML), hostname and SLURM job id of this process,
+    and the container image it runs in: inside one, the libraries are the image's own."""
     try:
         import psutil
 
@@ -78,6 +80,7 @@ def fingerprint(threads: int | None = None) -> Environment:
         hostname=socket.gethostname(),
         slurm_job_id=os.environ.get("SLURM_JOB_ID"),
         threads=threads,
+        container=running_image(),
     )
 
 

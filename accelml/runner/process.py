@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelml.cases import Case
+from accelml.containers import wrap
 from accelml.convert import JSONRecord
+from accelml.datasets import default_cache_dir
 from accelml.results.records import CaseResult, FailureKind, utc_now
 from accelml.runner.stacks import STACKS_DIR_VARIABLE, STACKS_SIGNAL, ask_workers, hung_at, workers_hung_at
 from accelml.scratch import kill_tree, make_scratch, sweep
@@ -303,11 +305,22 @@ def execute_case(task: CaseTask) -> CaseOutput:
         env["PYTHONPATH"] = os.pathsep.join(
             [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env.pop("ACCELML_CLIENT", None)
+        python = task.python or sys.executable
+        command = [python, "-m", "accelml", "run-case", str(input_path), "--output", str(output_path)]
+        container = task.case.container
+        if container is not None:   # the case process (and every rank it starts) in the image
+            cache = Path(task.cache_dir or default_cache_dir())
+            cache.mkdir(parents=True, exist_ok=True)
+            wrapped = wrap(container, [container.python, *command[1:]], env,
+                           binds=[package_root, str(scratch), str(cache)],
+                           gpus=task.case.device == "cuda", workdir=str(scratch))
+            if wrapped.problem:
+                return _failed(task, FailureKind.UNAVAILABLE, wrapped.problem,
+                               time.time() - spawned_at, started_at, None)
+            command, env = list(wrapped.argv), dict(wrapped.environment)
         with open(stderr_path, "wb") as stderr:
             process = subprocess.Popen(
-                [task.python or sys.executable, "-m", "accelml", "run-case", str(input_path),
-                 "--output", str(output_path)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
                 # Same session and process group as the client: the same CPU share (the
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.
             )

@@ -62,7 +62,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accelml.cases import Case, DatasetSpec, Experiment, RepeatPolicy, canonical_json
+from accelml.cases import Case, Container, DatasetSpec, Experiment, RepeatPolicy, canonical_json
+from accelml.containers import container_from
 from accelml.datasets.loaders import FILE_FORMATS, file_problem
 from accelml.datasets.registry import NAMED_SOURCES, dataset_task
 from accelml.dl.config import TrainingConfig, training_config_dict
@@ -287,7 +288,35 @@ def _experiment_defaults(spec: _Spec, document: dict[str, Any]) -> dict[str, Any
         "memory_limit_mb": _positive(spec, document, "memory_limit_mb", "", None),
         "threads": _positive(spec, document, "threads", "", None),
         "seed": _seed(spec, document.get("seed", 0)),
+        "containers": _containers(spec, document.get("container", HOST), "container"),
     }
+
+
+HOST = "host"
+"""A ``container`` value: run on the host, outside any image."""
+
+
+def _containers(spec: _Spec, value: Any, where: str) -> list[Container | None]:
+    """``container``: a table, ``"host"`` or a list of them -> one entry per value (None: host).
+    A table's missing ``runtime``, ``binds``, ``python`` come from the site's defaults
+    (``accelml.container`` in ``~/.config/dask/accelml.yaml``)."""
+    values = value if isinstance(value, list) else [value]
+    found: list[Container | None] = []
+    for index, item in enumerate(values):
+        path = f"{where}[{index}]" if isinstance(value, list) else where
+        if item == HOST:
+            found.append(None)
+        elif isinstance(item, dict):
+            try:
+                found.append(container_from(item, path))
+            except SpecError as error:
+                raise SpecError(f"{spec.source}: {error}") from None
+        else:
+            raise spec.error(path, f"expected a table {{runtime, image, binds, python}} or "
+                                   f"\"{HOST}\", got {_describe(item)}")
+    if len(set(found)) != len(found):
+        raise spec.error(where, "lists the same container twice")
+    return found
 
 
 def _seed(spec: _Spec, seed: int) -> int:
@@ -395,12 +424,15 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
         raise spec.error(f"{where}.time_limit", f"expected seconds > 0, got {time_limit}")
     memory_limit = _positive(spec, table, "memory_limit_mb", f"{where}.", defaults["memory_limit_mb"])
     threads = _positive(spec, table, "threads", f"{where}.", defaults["threads"])
+    containers = (_containers(spec, table["container"], f"{where}.container") if "container" in table
+                  else defaults["containers"])
 
     cases = []
     for algorithm, backend, device, workers, strategy, dataset_name in itertools.product(
             algorithm_values, backend_values, device_values, worker_values, strategy_values,
             dataset_values):
-        for combination in itertools.product(*grid_axes) if grid_axes else [()]:
+        for combination, container in itertools.product(
+                itertools.product(*grid_axes) if grid_axes else [()], containers):
             case_params = {**params, **dict(combination)}
             if deep:
                 _check_training(spec, where, algorithm, backend, device, workers, strategy,
@@ -419,7 +451,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                 params=tuple(sorted(case_params.items())), repeats=repeats,
                 library_params=tuple(sorted(library_params.get(backend, {}).items())),
                 time_limit_s=float(time_limit), memory_limit_mb=memory_limit, threads=threads,
-                seed=defaults["seed"],
+                seed=defaults["seed"], container=container,
             ))
     return cases
 

@@ -38,6 +38,8 @@ EXPERIMENT_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "deterministic": ((bool,), "true or false (run every case in deterministic mode)"),
     "datasets": ((dict,), "a table of dataset tables ([datasets.NAME])"),
     "cluster": ((dict,), "a table of cluster settings ([cluster]: kind, jobs, resources, ...)"),
+    "container": ((dict, str, list), "a table {runtime, image, binds, python}, \"host\", or a list "
+                                     "of them (each case runs once in each)"),
     "cases": ((list,), "an array of tables ([[cases]])"),
 }
 """Top-level keys of a spec file."""
@@ -88,6 +90,7 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "time_limit": EXPERIMENT_KEYS["time_limit"],
     "memory_limit_mb": EXPERIMENT_KEYS["memory_limit_mb"],
     "threads": EXPERIMENT_KEYS["threads"],
+    "container": EXPERIMENT_KEYS["container"],
     # Deep-learning shorthands (keras cases); they become training parameters.
     "model": _STR,
     "epochs": _POS_INT,
