@@ -56,8 +56,8 @@ site="$work/usr/local/lib/python3.11/dist-packages"
 mkdir -p "$site"
 "$python" -m pip install --quiet --target "$site" --only-binary=:all: --python-version 3.11 \
     --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
-    --platform manylinux_2_17_x86_64 --no-warn-script-location "${libraries[@]}" \
-  || fail "pip install into the image" "pip could not install ${libraries[*]}"
+    --platform manylinux_2_17_x86_64 --no-warn-script-location "${libraries[@]}" 2>"$cache_root/.pip.log" \
+  || { tail -n 20 "$cache_root/.pip.log" >&2; fail "pip install into the image" "pip could not install ${libraries[*]}"; }
 rm -rf "$work/var/cache/apt/archives"/*.deb "$work/var/lib/apt/lists"/* "$site/bin"
 USER=${USER:-$(id -un)} ch-run "$work" -- python3 -c 'import numpy, scipy, sklearn, distributed' \
   || fail "check the image" "its python3 cannot import numpy, scipy, sklearn and distributed"
@@ -65,6 +65,8 @@ touch "$work/.accelml-image-ok"
 rm -rf "$image"
 mv "$work" "$image"
 trap - EXIT
+# images of earlier recipes of this script are not used any more
+find "$cache_root" -maxdepth 1 -name 'bookworm-py311-*' ! -name "$(basename "$image")" -exec rm -rf {} +
 end=$(date +%s)
 echo "built $image in $(( end - start )) s (Debian $(( debian_done - start )) s, Python libraries $(( end - debian_done )) s), $(du -sm "$image" | cut -f1) MB"
 echo "$image"
