@@ -54,6 +54,9 @@ PASSED_PREFIXES = ("ACCELML_", "SLURM_", "SRUN_", "PMI_", "PMIX_", "OMPI_", "HOR
 PASSED_NAMES = ("HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "TERM", "TZ")
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """``PATH`` inside an image: its own directories (the host's are not there)."""
+RANK_CONTAINER_VARIABLE = "ACCELML_RANK_CONTAINER"
+"""Set for a case process that stays on the host while its ranks run in a container (they are
+started by srun or mpirun, which live on the host): JSON of the case's :class:`Container`."""
 CONTAINER_VARIABLE = "ACCELML_CONTAINER"
 """Set inside the container: JSON of the :class:`~accelml.results.records.ContainerImage`
 the case runs in (the environment fingerprint reads it)."""
@@ -68,6 +71,9 @@ class Launch:
     environment: tuple[tuple[str, str], ...] = ()
     gpus: bool = False
     workdir: str | None = None
+    clean: bool = True
+    """Start from an empty environment; False: the runtime passes the host's through (ranks
+    need the variables their launcher sets for each of them: SLURM_PROCID, HOROVOD_RANK ...)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,8 @@ class Runtime:
     def command(self, container: Container, argv: Sequence[str], launch: Launch = Launch(),
                 executable: str | None = None) -> list[str]:
         """``argv`` wrapped to run inside ``container`` (``executable``: the runtime's full path)."""
-        arguments = [executable or self.executable, *self.exec_arguments, *self.clean_environment]
+        arguments = [executable or self.executable, *self.exec_arguments,
+                     *(self.clean_environment if launch.clean else ())]
         for name, value in launch.environment:
             arguments += self.set_variable(name, value)
         for bind in dict.fromkeys((*container.binds, *launch.binds)):
@@ -304,6 +311,12 @@ def image_identity(container: Container) -> ContainerImage:
                           os.path.abspath(container.image), image_digest(container.image))
 
 
+def rank_container(environment: Mapping[str, str] = os.environ) -> Container | None:
+    """The container this case's ranks run in while it stays on the host (:data:`RANK_CONTAINER_VARIABLE`)."""
+    text = environment.get(RANK_CONTAINER_VARIABLE)
+    return None if not text else Container.from_dict(json.loads(text))
+
+
 def running_image(environment: Mapping[str, str] = os.environ) -> ContainerImage | None:
     """The image this process runs in, as the runner told it (:data:`CONTAINER_VARIABLE`)."""
     text = environment.get(CONTAINER_VARIABLE)
@@ -322,25 +335,27 @@ class Wrapped:
 
 def wrap(container: Container, argv: Sequence[str], environment: Mapping[str, str], *,
          binds: Sequence[str] = (), gpus: bool = False, workdir: str | None = None,
-         check: bool = True) -> Wrapped:
+         check: bool = True, clean: bool = True) -> Wrapped:
     """``argv`` (whose first word is the Python inside the image, or a command there) as the
     container's runtime starts it, with ``environment`` cleaned and passed in
     (:func:`passed_environment`), ``binds`` and the spec's bound at the same paths, the image
     identity in :data:`CONTAINER_VARIABLE`. ``check``: the runtime is installed, the image
     exists and runs ``container.python`` (otherwise ``problem`` says why, and nothing runs).
+    ``clean=False`` (ranks): the runtime passes the launcher's environment through instead.
     """
     runtime = RUNTIMES.find(container.runtime)
     problem = why_unavailable(container) if check else ""
     if runtime is None or problem:
         return Wrapped(tuple(argv), (), problem or f"container runtime {container.runtime!r} is not known here")
-    extra = dict(passed_environment(environment))
-    if check:
+    binds = tuple(dict.fromkeys(binds))
+    problem = runtime.prepare(container.image, (*container.binds, *binds)) if check else ""
+    extra = dict(passed_environment(environment)) if clean else {}
+    if check and not problem:   # (after prepare: the digest of the image as it runs)
         extra[CONTAINER_VARIABLE] = json.dumps(image_identity(container).to_dict(), sort_keys=True)
-    launch = Launch(binds=tuple(dict.fromkeys(binds)), environment=tuple(sorted(extra.items())),
-                    gpus=gpus, workdir=workdir)
+    launch = Launch(binds=binds, environment=tuple(sorted(extra.items())),
+                    gpus=gpus, workdir=workdir, clean=clean)
     executable = shutil.which(runtime.executable) or runtime.executable
-    if check:
-        problem = (runtime.prepare(container.image, (*container.binds, *launch.binds))
-                   or python_problem(container, launch))
+    if check and not problem:
+        problem = python_problem(container, launch)
     command = runtime.command(container, argv, launch, executable if check else None)
     return Wrapped(tuple(command), tuple(sorted(runtime.host_environment(environment).items())), problem)

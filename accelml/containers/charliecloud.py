@@ -6,7 +6,8 @@
   ``--set-env=NAME=VALUE`` for each variable passed in (``--env-no-expand``: values are taken
   as written, no ``$`` expansion);
 - binds: ``-b SRC[:DST]``; ch-run cannot create a mount point in a read-only image, so
-  :func:`make_mount_points` creates the missing ones in the image directory first;
+  :func:`make_mount_points` creates the missing ones in the image directory first, and empty
+  ``/etc/hosts`` and ``/etc/resolv.conf``, which ch-run replaces with the host's;
 - GPUs: no run-time flag; ``ch-fromhost --nvidia IMAGE_DIR`` copies the host's NVIDIA
   libraries into the image once (a site does this when it builds the image);
 - working directory: ``--cd DIR``.
@@ -34,10 +35,16 @@ def image_problem(image: str) -> str:
     return ""
 
 
+HOST_FILES = ("/etc/hosts", "/etc/resolv.conf")
+"""Files ch-run replaces with the host's when the image has them: without the host's
+``/etc/hosts`` a rank cannot resolve the host name its launcher gives as the rendezvous."""
+
+
 def make_mount_points(image: str, binds: tuple[str, ...]) -> str:
-    """Create the destination of each bind that the image lacks (ch-run mounts the image
-    read-only and cannot create them); why it could not, or ""."""
-    for bind in binds:
+    """Create the destination of each bind that the image lacks, and the files of
+    :data:`HOST_FILES` (ch-run mounts the image read-only and cannot create them); why it
+    could not, or ""."""
+    for bind in (*HOST_FILES, *binds):
         source, destination = bind_source_destination(bind)
         inside = os.path.join(image, destination.lstrip("/"))
         if os.path.lexists(inside):

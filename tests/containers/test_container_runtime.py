@@ -212,3 +212,16 @@ def test_a_slurm_job_runs_its_case_inside_the_container(container_image, slurm_a
     assert environment is not None and environment.slurm_job_id
     assert environment.container is not None and environment.library_version("numpy").startswith("2.3.")
     assert os.path.basename(environment.container.image) == os.path.basename(container_image)
+
+
+@pytest.mark.slurm
+def test_srun_starts_each_torch_ddp_rank_inside_the_container(container_image, host_python_binds,
+                                                              slurm_available):
+    from accelml.cases import Container
+    from accelml.dl import TrainingConfig, launch
+
+    config = TrainingConfig(model="mlp", dataset="digits", strategy="torch-ddp", keras_backend="torch",
+                            batch_size=32, epochs=2, learning_rate=0.05, seed=3, time_limit_s=300)
+    container = Container("charliecloud", container_image, host_python_binds, sys.executable)
+    result = launch(config, workers=2, launcher="srun", container=container)
+    assert len(result.rank_digests) == 2 and result.ranks_agree and result.workers == 2
