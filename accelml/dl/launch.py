@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 from accelml.cases import Container
-from accelml.containers import rank_container, wrap
+from accelml.containers import RANK_CONTAINER_VARIABLE, rank_container, wrap
 from accelml.datasets.registry import default_cache_dir
 from accelml.dl.common import free_ports
 from accelml.dl.config import TrainingConfig, TrainingResult
@@ -194,6 +194,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     worker = [sys.executable, "-m", "accelml.dl.worker", config_path, results]
     container = container or rank_container(env)
+    env.pop(RANK_CONTAINER_VARIABLE, None)   # (the ranks are inside it)
     if container is not None:
         cache = default_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)

@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelml.cases import Case
-from accelml.containers import wrap
+from accelml.containers import RANK_CONTAINER_VARIABLE, wrap
 from accelml.convert import JSONRecord
 from accelml.datasets import default_cache_dir
+from accelml.dl.launch import ONE_HOST_LAUNCHERS, default_launcher
+from accelml.dl.strategies import STRATEGIES_POINT
 from accelml.results.records import CaseResult, FailureKind, utc_now
 from accelml.runner.stacks import STACKS_DIR_VARIABLE, STACKS_SIGNAL, ask_workers, hung_at, workers_hung_at
 from accelml.scratch import kill_tree, make_scratch, sweep
@@ -277,6 +279,25 @@ def _failed(task: CaseTask, failure: FailureKind, reason: str, wall: float, star
     return CaseOutput(result)
 
 
+def ranks_started_from_the_host(case: Case) -> bool:
+    """Whether ``case``'s ranks are started by srun or mpirun, which live on the host: in a
+    container such a case process stays on the host and each rank runs in the image.
+
+    >>> from accelml.cases import DatasetSpec
+    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("digits", "shipped"), workers=2,
+    ...             strategy="horovod", params=(("launcher", "mpirun"),))
+    >>> ranks_started_from_the_host(case), ranks_started_from_the_host(Case("mlp", "keras", "cpu",
+    ...     DatasetSpec("digits", "shipped"), workers=2, strategy="horovod"))
+    (True, False)
+    """
+    strategy = STRATEGIES_POINT.find(case.strategy) if case.strategy else None
+    if strategy is None or case.workers == 1:
+        return False
+    named = case.params_dict.get("launcher")
+    launcher = named if isinstance(named, str) else default_launcher(strategy, case.workers)
+    return launcher not in ONE_HOST_LAUNCHERS
+
+
 def _sweep_scratch(task: CaseTask) -> None:
     for parent in {task.workdir or tempfile.gettempdir(), tempfile.gettempdir()}:
         sweep(parent, SCRATCH_PREFIXES)
@@ -308,7 +329,9 @@ def execute_case(task: CaseTask) -> CaseOutput:
         python = task.python or sys.executable
         command = [python, "-m", "accelml", "run-case", str(input_path), "--output", str(output_path)]
         container = task.case.container
-        if container is not None:   # the case process (and every rank it starts) in the image
+        if container is not None and ranks_started_from_the_host(task.case):
+            env[RANK_CONTAINER_VARIABLE] = json.dumps(container.to_dict())   # (accelml.dl.launch)
+        elif container is not None:   # the case process (and every rank it starts) in the image
             cache = Path(task.cache_dir or default_cache_dir())
             cache.mkdir(parents=True, exist_ok=True)
             wrapped = wrap(container, [container.python, *command[1:]], env,

@@ -164,8 +164,8 @@ def test_backends_lists_the_container_runtimes_with_versions(container_image):
             assert rows[f"container {name}"]["status"] == f"unavailable: not installed: {name} is not on PATH"
 
 
-HOROVOD_SPEC = """
-name = "horovod-in-a-container"
+DL_SPEC = """
+name = "ranks-in-a-container"
 time_limit = 400
 deterministic = true
 container = {containers}
@@ -178,12 +178,11 @@ name = "digits"
 algorithm = "mlp"
 backend = "keras"
 dataset = "digits"
-strategy = "horovod"
 workers = 2
 epochs = 2
 batch_size = 32
 learning_rate = 0.02
-"""
+strategy = """
 
 
 @pytest.mark.horovod
@@ -196,7 +195,7 @@ def test_two_horovod_ranks_run_inside_the_container_with_identical_weights(conta
         pytest.skip(f"horovod unavailable: {found.detail}")
     venv = toml_table(runtime="charliecloud", image=container_image, binds=list(host_python_binds),
                       python=sys.executable)
-    out, _, _, (result,) = run_spec(tmp_path, [venv], spec=HOROVOD_SPEC)
+    out, _, _, (result,) = run_spec(tmp_path, [venv], spec=DL_SPEC + '"horovod"\n')
     assert out.returncode == 0 and result.ok, f"{result.reason}\n{out.stderr[-2000:]}"
     assert result.dl is not None and result.dl.ranks_identical
     assert len(result.dl.rank_weight_digests) == 2
@@ -214,14 +213,19 @@ def test_a_slurm_job_runs_its_case_inside_the_container(container_image, slurm_a
     assert os.path.basename(environment.container.image) == os.path.basename(container_image)
 
 
-@pytest.mark.slurm
-def test_srun_starts_each_torch_ddp_rank_inside_the_container(container_image, host_python_binds,
-                                                              slurm_available):
-    from accelml.cases import Container
-    from accelml.dl import TrainingConfig, launch
 
-    config = TrainingConfig(model="mlp", dataset="digits", strategy="torch-ddp", keras_backend="torch",
-                            batch_size=32, epochs=2, learning_rate=0.05, seed=3, time_limit_s=300)
-    container = Container("charliecloud", container_image, host_python_binds, sys.executable)
-    result = launch(config, workers=2, launcher="srun", container=container)
-    assert len(result.rank_digests) == 2 and result.ranks_agree and result.workers == 2
+
+@pytest.mark.slurm
+def test_srun_starts_each_rank_of_a_slurm_job_inside_the_container(container_image, host_python_binds,
+                                                                   slurm_available, tmp_path):
+    """In a SLURM job the ranks are started by srun, which lives on the host: the case process
+    stays there, srun starts ch-run for each rank, and the fingerprint is taken in the image."""
+    venv = toml_table(runtime="charliecloud", image=container_image, binds=list(host_python_binds),
+                      python=sys.executable)
+    spec = DL_SPEC + '"torch-ddp"\nkeras_backend = "torch"\n'
+    out, _, _, (result,) = run_spec(tmp_path, [venv], "--cluster", "slurm", spec=spec)
+    assert out.returncode == 0 and result.ok, f"{result.reason}\n{out.stderr[-2000:]}"
+    assert result.dl is not None and result.dl.ranks_identical and len(result.dl.rank_weight_digests) == 2
+    environment = result.environment
+    assert environment is not None and environment.slurm_job_id
+    assert environment.container is not None and environment.container.image == container_image
