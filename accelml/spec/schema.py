@@ -134,6 +134,8 @@ EXAMPLES: dict[str, object] = {
     "cases.memory_limit_mb": 2048, "cases.threads": 1, "cases.model": "cnn", "cases.epochs": 3,
     "cases.batch_size": 64, "cases.learning_rate": 0.001, "cases.lr_scaling": "linear",
     "cases.keras_backend": "jax", "cases.oversubscribe": True,
+    "spec.container": {"runtime": "charliecloud", "image": "/images/stack", "binds": ["/scratch"]},
+    "cases.container": ["host", {"runtime": "apptainer", "image": "/images/stack.sif"}],
 }
 """An example value of every key."""
 
@@ -161,6 +163,8 @@ DEFAULTS: dict[str, str] = {
     "cases.threads": "the spec's threads", "cases.model": "the algorithm names the model",
     "cases.keras_backend": "the strategy's first engine",
     "cases.oversubscribe": "false: more ranks than cores is refused on a local cluster",
+    "spec.container": "\"host\" (missing runtime, binds, python: the site's accelml.container)",
+    "cases.container": "the spec's container",
 }
 """Defaults in words, where no record or signature owns them (accelml.spec.reference reads
 the others from :class:`~accelml.cases.RepeatPolicy`, the data generator's signature and
