@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 JSONScalar = str | int | float | bool | None
 
@@ -160,7 +160,7 @@ class Case(JSONRecord):
     memory_limit_mb: int | None = None
     threads: int | None = None
     seed: int = 0
-    container: Container | None = None
+    container: Container | None = field(default=None, metadata=OMIT_NONE)
     """The image the case process and its ranks run in; None: on the host."""
 
     @property

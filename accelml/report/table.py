@@ -130,6 +130,7 @@ class Row:
     ranks_identical: bool | None = None          # data-parallel DL: every rank's final weights equal
     ranks_differing: tuple[int, ...] = ()        # the ranks whose weights differ from rank 0's
     warmup_note: str = ""
+    container: str = ""                          # where it ran: "" (the host) or runtime:image
 
     @property
     def different_optimum(self) -> bool:
@@ -232,6 +233,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             ranks_identical=None if result.dl is None else result.dl.ranks_identical,
             ranks_differing=() if result.dl is None else result.dl.ranks_differing,
             warmup_note=result.warmup_note,
+            container="" if result.container is None else result.container.label,
         ))
     return rows
 
@@ -372,6 +374,8 @@ def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
         Column((Form("workers", lambda row: str(row.workers)),), justify=right, constant_rank=5),
         Column((Form("strategy", lambda row: row.strategy or "-"),), constant_rank=5,
                abbreviate_rank=46, min_width=7, applies=lambda rows: any(r.strategy for r in rows)),
+        Column((Form("container", lambda row: row.container or "host"),), abbreviate_rank=44, min_width=8,
+               wrap=True, applies=lambda rows: any(r.container for r in rows)),
         Column((Form("params", lambda row: _params_text(row.params, varying)),),
                abbreviate_rank=48, min_width=10, applies=lambda rows: bool(varying)),
         *(Column((Form(f"{phase} median (IQR)", _timing(phase, False)),

@@ -64,7 +64,7 @@ from datetime import UTC, datetime
 from enum import Enum
 
 from accelml.cases import Case, Container, JSONScalar, canonical_json
-from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 1
 
@@ -333,7 +333,7 @@ class Environment(JSONRecord):
     hostname: str = ""
     slurm_job_id: str | None = None
     threads: int | None = None                 # threads this case was allowed to use
-    container: ContainerImage | None = None    # the image it ran in; None: on the host
+    container: ContainerImage | None = field(default=None, metadata=OMIT_NONE)   # the image it ran in
 
     @property
     def env_hash(self) -> str:
@@ -463,7 +463,7 @@ class CaseResult(JSONRecord):
     finished_at: str = ""
     wall_seconds: float | None = None             # client-side, process start to result
     attempts: int = 1
-    container: Container | None = None           # the image the case was told to run in
+    container: Container | None = field(default=None, metadata=OMIT_NONE)   # the image it was told to run in
     schema_version: int = SCHEMA_VERSION
 
     OK = "ok"
