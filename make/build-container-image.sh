@@ -20,7 +20,7 @@ venv=${1:?usage: build-container-image.sh VENV}
 python="$venv/bin/python"
 cache_root=${ACCELML_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/accelml/images}
 suite=bookworm
-debian_packages=python3
+debian_packages=python3,libopenmpi3
 # Libraries of the image (pip names and ranges): accelml's run-case imports, older than the venv's.
 libraries=("numpy>=2.3,<2.4" "scipy>=1.16,<1.17" "scikit-learn>=1.8,<1.9" "joblib" "threadpoolctl"
            "dask[distributed]>=2025.1,<2026" "psutil" "pyyaml")

@@ -275,6 +275,20 @@ def why_unavailable(container: Container) -> str:
     return runtime.image_problem(container.image)
 
 
+def case_binds(*folders: str, environment: Mapping[str, str] = os.environ) -> list[str]:
+    """What a case process or rank needs at the same path inside its container: ``folders``
+    (accelml's source, its scratch folder, the dataset cache) and the home folder (written by
+    libraries such as horovodrun's ``~/.horovod``; Apptainer binds it by default too), each
+    once, a folder inside another one left out.
+
+    >>> case_binds("/src", "/home/me/.cache/accelml", environment={"HOME": "/home/me"})
+    ['/src', '/home/me']
+    """
+    wanted = [os.path.abspath(folder) for folder in (*folders, environment.get("HOME", "")) if folder]
+    return [folder for folder in dict.fromkeys(wanted)
+            if not any(folder != other and folder.startswith(other.rstrip("/") + "/") for other in wanted)]
+
+
 def bind_source_destination(bind: str) -> tuple[str, str]:
     """``SRC[:DST[:OPTIONS]]`` -> ``(SRC, DST)``; DST defaults to SRC.
 

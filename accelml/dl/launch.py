@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 from accelml.cases import Container
-from accelml.containers import RANK_CONTAINER_VARIABLE, rank_container, wrap
+from accelml.containers import RANK_CONTAINER_VARIABLE, case_binds, rank_container, wrap
 from accelml.datasets.registry import default_cache_dir
 from accelml.dl.common import free_ports
 from accelml.dl.config import TrainingConfig, TrainingResult
@@ -199,7 +199,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
         cache = default_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
         wrapped = wrap(container, [container.python, *worker[1:]], env, clean=False,
-                       binds=[package_root, work_dir, str(cache)], gpus=config.device == "cuda",
+                       binds=case_binds(package_root, work_dir, str(cache)), gpus=config.device == "cuda",
                        workdir=work_dir)
         if wrapped.problem:
             raise UnavailableError(wrapped.problem)

@@ -77,13 +77,13 @@ def container_commands(experiment: Experiment) -> list[str]:
             continue
         argv = [case.container.python, "-m", "accelml", "run-case", "SCRATCH/input.json",
                 "--output", "SCRATCH/result.json"]
-        wrapped = wrap(case.container, argv, {}, binds=["ACCELML-SOURCE", "SCRATCH", "DATASET-CACHE"],
+        wrapped = wrap(case.container, argv, {}, binds=["ACCELML-SOURCE", "SCRATCH", "DATASET-CACHE", "HOME"],
                        gpus=case.device == "cuda", workdir="SCRATCH", check=False)
         lines += ["", f"# ---- case {case.label}: its worker starts it in its container as",
                   "#   " + " ".join(shlex.quote(word) for word in wrapped.argv)]
     if lines:
         lines.insert(1, "# SCRATCH: the case's scratch folder; ACCELML-SOURCE: accelml's own source; "
-                        "DATASET-CACHE: the dataset cache (each bound at the same path)")
+                        "DATASET-CACHE: the dataset cache; HOME: the home folder (each bound at the same path)")
     return lines
 
 

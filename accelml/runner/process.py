@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelml.cases import Case
-from accelml.containers import RANK_CONTAINER_VARIABLE, wrap
+from accelml.containers import RANK_CONTAINER_VARIABLE, case_binds, wrap
 from accelml.convert import JSONRecord
 from accelml.datasets import default_cache_dir
 from accelml.dl.launch import ONE_HOST_LAUNCHERS, default_launcher
@@ -335,7 +335,7 @@ def execute_case(task: CaseTask) -> CaseOutput:
             cache = Path(task.cache_dir or default_cache_dir())
             cache.mkdir(parents=True, exist_ok=True)
             wrapped = wrap(container, [container.python, *command[1:]], env,
-                           binds=[package_root, str(scratch), str(cache)],
+                           binds=case_binds(package_root, str(scratch), str(cache)),
                            gpus=task.case.device == "cuda", workdir=str(scratch))
             if wrapped.problem:
                 return _failed(task, FailureKind.UNAVAILABLE, wrapped.problem,

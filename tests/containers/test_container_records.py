@@ -86,7 +86,7 @@ def test_slurm_script_shows_apptainer_and_singularity_commands(name, tmp_path):
     assert out.returncode == 0, out.stderr
     line = next(line for line in out.stdout.splitlines() if f"{name} exec" in line)
     assert line.startswith(f"#   {name} exec --cleanenv --env PATH=")
-    assert line.endswith("--bind /scratch --bind ACCELML-SOURCE --bind SCRATCH --bind DATASET-CACHE "
+    assert line.endswith("--bind /scratch --bind ACCELML-SOURCE --bind SCRATCH --bind DATASET-CACHE --bind HOME "
                          "--pwd SCRATCH /images/stack.sif python3 -m accelml run-case SCRATCH/input.json "
                          "--output SCRATCH/result.json")
 

@@ -150,7 +150,7 @@ def test_slurm_script_shows_the_wrapped_command(container_image, tmp_path):
     out = accelml("slurm-script", str(path), timeout=120)
     assert out.returncode == 0, out.stderr
     line = next(line for line in out.stdout.splitlines() if "ch-run" in line)
-    assert f"-b /scratch -b ACCELML-SOURCE -b SCRATCH -b DATASET-CACHE --cd SCRATCH {container_image} -- " \
+    assert f"-b /scratch -b ACCELML-SOURCE -b SCRATCH -b DATASET-CACHE -b HOME --cd SCRATCH {container_image} -- " \
            "python3 -m accelml run-case SCRATCH/input.json --output SCRATCH/result.json" in line
     assert "'--unset-env=*' --env-no-expand" in line
 
