@@ -4,7 +4,8 @@
 #
 #   make/build-container-image.sh VENV     # prints the image's path on its last line
 #
-# The image is a directory: Debian bookworm (minbase, with its python3 3.11) from Debian's
+# The image is a directory: Debian bookworm (minbase, its python3 3.11 and libopenmpi3, which the
+# venv's Horovod links) from Debian's
 # registry through mmdebstrap, plus accelml's run-time libraries from PyPI in
 # /usr/local/lib/python3.11/dist-packages at OTHER versions than the venv's (numpy 2.3,
 # scikit-learn 1.8, scipy 1.16), so that the tests see both a container whose libraries are the
