@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 JSONScalar = str | int | float | bool | None
 
@@ -52,14 +52,17 @@ class CaseLike(Protocol):
     def strategy(self) -> str | None: ...
     @property
     def params(self) -> tuple[tuple[str, JSONScalar], ...]: ...
+    @property
+    def container(self) -> Container | None: ...
 
 
 def case_text(case: CaseLike, dataset: str,
               params: tuple[tuple[str, JSONScalar], ...] | None = None,
               hidden_strategy: str | None = None) -> str:
     """A case as one line, everything that tells it apart from the others of a spec:
-    ``algorithm/backend/device[ xRANKS][ [strategy]] on dataset (params)`` (``params``: the
-    case's own by default; ``hidden_strategy``: a strategy name left out, the default one).
+    ``algorithm/backend/device[ xRANKS][ [strategy]] on dataset (params)[ in runtime:image]``
+    (``params``: the case's own by default; ``hidden_strategy``: a strategy name left out, the
+    default one).
     The dry run, the progress lines and the reports all name cases so.
 
     >>> case = Case("fashion_mnist_cnn", "keras", "cpu", DatasetSpec("digits", "shipped"),
@@ -71,8 +74,9 @@ def case_text(case: CaseLike, dataset: str,
     extra = ", ".join(f"{key}={value}" for key, value in shown)
     workers = f" x{case.workers}" if case.workers != 1 else ""
     strategy = f" [{case.strategy}]" if case.strategy and case.strategy != hidden_strategy else ""
+    inside = f" in {case.container.label}" if case.container is not None else ""
     return (f"{case.algorithm}/{case.backend}/{case.device}{workers}{strategy} on {dataset}"
-            + (f" ({extra})" if extra else ""))
+            + (f" ({extra})" if extra else "") + inside)
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,33 @@ class DatasetSpec(JSONRecord):
         return hashlib.sha256(canonical_json(self.identity).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Container(JSONRecord):
+    """The container image a case runs in (spec key ``container``).
+
+    ``runtime`` names a plug-in of :mod:`accelml.containers` (charliecloud, apptainer,
+    singularity), ``image`` what it runs (a directory or a ``.sif`` file), ``binds`` host paths
+    mounted into it (``SRC`` or ``SRC:DST``) and ``python`` the interpreter inside it.
+
+    >>> Container("charliecloud", "/images/bookworm", ("/scratch",)).label
+    'charliecloud:bookworm'
+    >>> Container("charliecloud", "/images/bookworm", python="/venv/bin/python").label
+    'charliecloud:bookworm with /venv/bin/python'
+    """
+
+    runtime: str
+    image: str
+    binds: tuple[str, ...] = ()
+    python: str = "python3"
+
+    @property
+    def label(self) -> str:
+        """``runtime:image-name`` (and the Python inside when it is not the image's
+        ``python3``), as tables and the agreement matrix show it."""
+        python = f" with {self.python}" if self.python != "python3" else ""
+        return f"{self.runtime}:{self.image.rstrip('/').rsplit('/', 1)[-1]}{python}"
+
+
 OVERSUBSCRIBE = "oversubscribe"
 """The parameter (spec key) that lets a case start more ranks on one machine than it has
 cores; such a case is flagged wherever its results are shown."""
@@ -154,11 +185,13 @@ class Case(JSONRecord):
     memory_limit_mb: int | None = None
     threads: int | None = None
     seed: int = 0
+    container: Container | None = field(default=None, metadata=OMIT_NONE)
+    """The image the case process and its ranks run in; None: on the host."""
 
     @property
     def identity(self) -> dict[str, JSONValue]:
-        """What defines the case (``library_params`` only when there are some: the ids of
-        cases without them are those they always had)."""
+        """What defines the case (``library_params`` and ``container`` only when there are
+        some: the ids of cases without them are those they always had)."""
         identity: dict[str, JSONValue] = {
             "algorithm": self.algorithm,
             "backend": self.backend,
@@ -170,6 +203,8 @@ class Case(JSONRecord):
         }
         if self.library_params:
             identity["library_params"] = dict(self.library_params)
+        if self.container is not None:
+            identity["container"] = self.container.to_dict()
         return identity
 
     @property

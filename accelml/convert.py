@@ -48,6 +48,9 @@ D = TypeVar("D", bound="DataclassInstance")
 OBJECT = {"json": "object"}
 """Field metadata: write this tuple of ``(str, value)`` pairs as a JSON object."""
 OPTIONAL_OBJECT = {"json": "object", "omit_empty": True}
+OMIT_NONE = {"omit_empty": True}
+"""Field metadata: leave the field out while it is None (a field added later keeps older
+records' data as it was)."""
 """As :data:`OBJECT`, left out when empty: a field added later keeps older records' data as it was."""
 
 

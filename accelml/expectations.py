@@ -85,7 +85,46 @@ def _differences(a: CaseLike, b: CaseLike) -> list[str]:
         changed.append("dataset")
     if dict(a.params) != dict(b.params):
         changed.append("params")
+    if getattr(a, "container", None) != getattr(b, "container", None):
+        changed.append("container")
     return changed
+
+
+def _where(case: CaseLike) -> str:
+    container = getattr(case, "container", None)
+    return "the host" if container is None else container.label
+
+
+def _container_expectation(a: CaseLike, b: CaseLike, same_code: Expectation) -> Expectation:
+    """Host vs image, or image A vs image B: identical when the libraries (and Python) that
+    ran are the same, as their environments say; else which differ.
+
+    >>> from types import SimpleNamespace as S
+    >>> env = lambda numpy: S(python="3.11.2", libraries=(("numpy", numpy), ("scipy", "1.16.3")))
+    >>> host = S(container=None, environment=env("2.4.6"), backend="sklearn")
+    >>> image = S(container=S(label="charliecloud:bookworm"), environment=env("2.3.5"), backend="sklearn")
+    >>> print(_container_expectation(host, image, Expectation(True, "")).reason[:85])
+    the host and charliecloud:bookworm run other library versions (numpy 2.4.6 vs 2.3.5):
+    """
+    env_a, env_b = getattr(a, "environment", None), getattr(b, "environment", None)
+    places = f"{_where(a)} and {_where(b)}"
+    if env_a is None or env_b is None:
+        return Expectation(False, f"{places}: the libraries of one of them are not recorded")
+    versions_a, versions_b = dict(env_a.libraries), dict(env_b.libraries)
+    backend = BACKENDS.find(a.backend)
+    used = {*(backend.libraries if backend is not None else ()), "numpy", "scipy"}
+    # a library both have, or one the case's backend uses (missing on one side)
+    differ = [f"{name} {versions_a.get(name, 'missing')} vs {versions_b.get(name, 'missing')}"
+              for name in sorted(set(versions_a) | set(versions_b))
+              if name != "accelml" and versions_a.get(name) != versions_b.get(name)
+              and (name in used or (name in versions_a and name in versions_b))]
+    if differ:
+        return Expectation(False, f"{places} run other library versions ({', '.join(differ)}): "
+                                  "other builds of the same kernels may round and sum differently")
+    if not same_code.bitwise:
+        return same_code
+    return Expectation(True, f"{places} run the same library versions (Python {env_a.python} vs "
+                             f"{env_b.python}): the same code on the same CPU")
 
 
 def _declared_reasons(a: CaseLike, b: CaseLike, reason: Callable[[Backend], str]) -> str:
@@ -120,6 +159,8 @@ def pair_expectation(a: CaseLike, b: CaseLike, deterministic: bool = True) -> Ex
     changed = _differences(a, b)
     if not changed:
         return run_to_run_expectation(a, deterministic)
+    if changed == ["container"]:
+        return _container_expectation(a, b, run_to_run_expectation(a, deterministic))
     reasons = []
     if "backend" in changed:
         reasons.append(_backend_reason(a, b))
@@ -130,6 +171,8 @@ def pair_expectation(a: CaseLike, b: CaseLike, deterministic: bool = True) -> Ex
     elif "strategy" in changed:
         reasons.append(f"strategies {a.strategy} and {b.strategy} train with other engines, "
                        "kernels and reduction orders; compare final loss/accuracy, not weights")
+    if "container" in changed:
+        reasons.append(_container_expectation(a, b, Expectation(False, f"{_where(a)} vs {_where(b)}")).reason)
     for name in ("algorithm", "dataset", "params"):
         if name in changed:
             reasons.append(f"the {name} differ" if name == "params" else f"the {name} differs")

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from accelml.containers import RUNTIMES
 from accelml.dl.strategies import STRATEGIES_POINT, Strategy, strategy_availability
 from accelml.estimators import BACKENDS, Backend, backend_availability
 from accelml.plugins import BrokenPlugin
@@ -58,7 +59,8 @@ def probe_all() -> list[Availability]:
         *backend_availability(),
         *strategy_availability(),
         *(replace(probe(), summary=summary) for probe, summary in _TOOLS),
-        *(_broken(plugin) for plugin in BACKENDS.broken()),
+        *(runtime.probe() for runtime in RUNTIMES.records()),
+        *(_broken(plugin) for plugin in (*BACKENDS.broken(), *RUNTIMES.broken())),
     ]
 
 
@@ -117,5 +119,6 @@ def list_installed() -> list[Availability]:
                      else "an engine of Keras") for engine in ENGINES),
         *(_strategy_row(record) for record in STRATEGIES_POINT.records()),
         *(replace(probe(), summary=summary) for probe, summary in _TOOLS),
-        *(_broken(plugin) for plugin in BACKENDS.broken()),
+        *(runtime.probe() for runtime in RUNTIMES.records()),
+        *(_broken(plugin) for plugin in (*BACKENDS.broken(), *RUNTIMES.broken())),
     ]

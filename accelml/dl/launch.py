@@ -32,6 +32,9 @@ import sys
 import time
 from dataclasses import dataclass
 
+from accelml.cases import Container
+from accelml.containers import RANK_CONTAINER_VARIABLE, case_binds, rank_container, wrap
+from accelml.datasets.registry import default_cache_dir
 from accelml.dl.common import LOOPBACK, free_ports, loopback_interface
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.private_network import PrivateNetwork
@@ -219,13 +222,18 @@ without it (each would wait in its next collective until the time limit)."""
 
 def launch(config: TrainingConfig, workers: int | None = None, launcher: str | None = None, *,
            work_dir: str | None = None, grace_s: float = 20.0,
-           extra_env: dict[str, str] | None = None) -> TrainingResult:
+           extra_env: dict[str, str] | None = None,
+           container: Container | None = None) -> TrainingResult:
     """Run ``config`` on ``workers`` ranks/devices and return rank 0's result with every digest.
 
     ``launcher`` (else ``config.launcher``, else :func:`default_launcher`) starts the ranks.
 
     ``work_dir`` keeps the config, each rank's result file and the launcher's output
     (a temporary directory, removed on success, when not given).
+
+    ``container`` (else the one the runner named, :func:`accelml.containers.rank_container`):
+    each rank runs inside it, the launcher on this host (``srun ... ch-run IMAGE -- python
+    -m accelml.dl.worker``), with the launcher's environment passed through to the rank.
     """
     if workers is not None:
         config = config.replace(workers=workers)
@@ -259,6 +267,17 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     worker = [sys.executable, "-m", "accelml.dl.worker", config_path, results]
+    container = container or rank_container(env)
+    env.pop(RANK_CONTAINER_VARIABLE, None)   # (the ranks are inside it)
+    if container is not None:
+        cache = default_cache_dir()
+        cache.mkdir(parents=True, exist_ok=True)
+        wrapped = wrap(container, [container.python, *worker[1:]], env, clean=False,
+                       binds=case_binds(package_root, work_dir, str(cache)), gpus=config.device == "cuda",
+                       workdir=work_dir)
+        if wrapped.problem:
+            raise UnavailableError(wrapped.problem)
+        worker, env = list(wrapped.argv), dict(wrapped.environment)
 
     processes, logs = [], []
     started = time.monotonic()

@@ -9,7 +9,10 @@ certificate directory (``tls-XXXXXXXX``).
 
 from __future__ import annotations
 
+import shlex
+
 from accelml.cases import Experiment
+from accelml.containers import wrap
 from accelml.executors.config import SCHEDULERS, ClusterSettings, Scheduler
 from accelml.executors.jobqueue import plan_pools
 from accelml.executors.resources import CaseNeeds
@@ -61,7 +64,27 @@ def worker_jobs_preview(scheduler: Scheduler, experiment: Experiment, settings: 
                     worker_job_script(scheduler, resources, settings, address=address, job_name=RUN_PLACEHOLDER,
                                       worker_name=f"{resources.pool_tag}-{job}",
                                       log_directory=str(run_directory / "logs"), security=security).rstrip()]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + container_commands(experiment)) + "\n"
+
+
+def container_commands(experiment: Experiment) -> list[str]:
+    """For each case in a container image, the command its worker starts it with (the
+    paths of its scratch folder as placeholders); the ranks it starts (horovodrun, torch's
+    local processes) run inside the same container."""
+    lines = []
+    for case in experiment.cases:
+        if case.container is None:
+            continue
+        argv = [case.container.python, "-m", "accelml", "run-case", "SCRATCH/input.json",
+                "--output", "SCRATCH/result.json"]
+        wrapped = wrap(case.container, argv, {}, binds=["ACCELML-SOURCE", "SCRATCH", "DATASET-CACHE", "HOME"],
+                       gpus=case.device == "cuda", workdir="SCRATCH", check=False)
+        lines += ["", f"# ---- case {case.label}: its worker starts it in its container as",
+                  "#   " + " ".join(shlex.quote(word) for word in wrapped.argv)]
+    if lines:
+        lines.insert(1, "# SCRATCH: the case's scratch folder; ACCELML-SOURCE: accelml's own source; "
+                        "DATASET-CACHE: the dataset cache; HOME: the home folder (each bound at the same path)")
+    return lines
 
 
 def batch_preview(scheduler: Scheduler, spec_path: str | None, experiment: Experiment,

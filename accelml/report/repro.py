@@ -184,6 +184,7 @@ def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
             ("device", result.device), ("workers", f"x{result.workers}"),
             ("strategy", f"[{result.strategy}]" if shown else ""), ("dataset", result.dataset),
             *((key, f"{key}={value}") for key, value in result.params),
+            *((("container", f"in {result.container.label}"),) if result.container else ()),
             ("run", result.run_id))
 
 
@@ -277,7 +278,8 @@ def _identity(result: CaseResult, leave_out: Iterable[str]) -> Identity:
                           if "strategy" not in leave_out or item[0] not in ENGINE_PARAMS))
     fields = {"algorithm": result.algorithm, "backend": result.backend, "device": result.device,
               "workers": result.workers, "strategy": result.strategy or default_strategy().name,
-              "dataset": result.dataset, "params": params}
+              "dataset": result.dataset, "params": params,
+              "container": result.container}
     for name in leave_out:
         fields.pop(name)
     return tuple(sorted(fields.items()))
@@ -358,11 +360,14 @@ class AgreementMatrix:
     cross_run: tuple[Agreement, ...] = ()
     skipped: tuple[tuple[str, str], ...] = field(default=())
     cross_strategy: tuple[Agreement, ...] = ()
+    cross_container: tuple[Agreement, ...] = ()
+    """Each case in a container image against the same case on the host (or in the run's
+    first image when no case ran on the host)."""
 
     @property
     def comparisons(self) -> tuple[Agreement, ...]:
         return (self.cross_backend + self.cross_device + self.cross_scale + self.cross_strategy
-                + self.cross_run)
+                + self.cross_container + self.cross_run)
 
     @property
     def unexpected(self) -> tuple[RunToRun | Agreement, ...]:
@@ -402,6 +407,7 @@ class AgreementMatrix:
             "cross_device": [e.to_dict() for e in self.cross_device],
             "cross_scale": [e.to_dict() for e in self.cross_scale],
             "cross_strategy": [e.to_dict() for e in self.cross_strategy],
+            "cross_container": [e.to_dict() for e in self.cross_container],
             "cross_run": [e.to_dict() for e in self.cross_run],
             "skipped": [list(item) for item in self.skipped],
         }
@@ -413,7 +419,7 @@ class AgreementMatrix:
 
 
 KIND_SHORT = {"run-to-run": "repeats", "cross-backend": "backend", "cross-device": "device",
-              "cross-scale": "scale", "cross-run": "run"}
+              "cross-scale": "scale", "cross-run": "run", "cross-container": "container"}
 
 
 def _join(parts: Iterable[tuple[str, str]]) -> str:
@@ -567,6 +573,11 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_strategy = tuple(compare_results(store, a, store, b, kind="cross-strategy",
                                            deterministic=deterministic, measures_used=used)
                            for a, b in cross_strategy_pairs(ok))
+    containers = list(dict.fromkeys(r.container for r in ok))
+    on_host = None if None in containers else containers[0]
+    cross_container = (comparisons("cross-container", ("container",),
+                                   lambda r: r.container == on_host)
+                       if len(containers) > 1 else ())
     cross_run: tuple[Agreement, ...] = ()
     if against is not None:
         other_store, other_run = against
@@ -576,4 +587,4 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
                                           measures_used=used)
                           for r in ok if r.case_id in others)
     return AgreementMatrix(run.run_id, reference, repeat_entries, cross_backend, cross_device,
-                           cross_scale, cross_run, skipped, cross_strategy)
+                           cross_scale, cross_run, skipped, cross_strategy, cross_container)

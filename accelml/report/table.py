@@ -135,6 +135,7 @@ class Row:
     warmup_note: str = ""
     images_per_worker: float | None = None      # DL: images/s per worker (per GPU on GPUs)
     open_listeners: str = ""                     # what a stranger could reach (unauthenticated)
+    container: str = ""                          # where it ran: "" (the host) or runtime:image
 
     @property
     def different_optimum(self) -> bool:
@@ -271,6 +272,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             warmup_note=result.warmup_note, images_per_worker=images_per_worker(result),
             open_listeners="" if result.dl is None or result.dl.listeners_authenticated
             else result.dl.listeners,
+            container="" if result.container is None else result.container.label,
         ))
     return rows
 
@@ -440,6 +442,8 @@ def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
         Column((Form("workers", lambda row: str(row.workers)),), justify=right, constant_rank=5),
         Column((Form("strategy", lambda row: row.strategy or "-"),), constant_rank=5,
                abbreviate_rank=46, min_width=7, applies=lambda rows: any(r.strategy for r in rows)),
+        Column((Form("container", lambda row: row.container or "host"),), abbreviate_rank=44, min_width=8,
+               wrap=True, applies=lambda rows: any(r.container for r in rows)),
         Column((Form("params", lambda row: _params_text(row.params, varying)),),
                abbreviate_rank=48, min_width=10, applies=lambda rows: bool(varying)),
         *(Column((Form(f"{phase} median (IQR)", _timing(phase, False)),

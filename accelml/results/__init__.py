@@ -4,6 +4,7 @@ from accelml.results.records import (
     SCHEMA_VERSION,
     ArrayRef,
     CaseResult,
+    ContainerImage,
     DatasetInfo,
     DLMeasurements,
     Environment,
@@ -16,7 +17,7 @@ from accelml.results.records import (
 from accelml.results.store import DEFAULT_RESULTS_DIR, ResultsStore, array_digest
 
 __all__ = [
-    "SCHEMA_VERSION", "ArrayRef", "CaseResult", "DatasetInfo", "DLMeasurements", "Environment",
+    "SCHEMA_VERSION", "ArrayRef", "CaseResult", "DatasetInfo", "DLMeasurements", "ContainerImage", "Environment",
     "EpochRecord", "FailureKind", "PhaseTiming", "RunRecord", "Score", "DEFAULT_RESULTS_DIR",
     "ResultsStore", "array_digest",
 ]

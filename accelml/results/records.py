@@ -69,8 +69,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
-from accelml.cases import ISOLATED, Case, JSONScalar, canonical_json
-from accelml.convert import OBJECT, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
+from accelml.cases import ISOLATED, Case, Container, JSONScalar, canonical_json
+from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 2
 """2: a case result says how it was measured (``measurement``, ``turn_group``: interleaved
@@ -350,6 +350,26 @@ class GPUDevice(JSONRecord):
 
 
 @dataclass(frozen=True)
+class ContainerImage(JSONRecord):
+    """The container image a case ran in: its runtime (and version), path and content digest."""
+
+    runtime: str
+    runtime_version: str
+    image: str
+    digest: str
+
+    @property
+    def label(self) -> str:
+        """``runtime:image-name@digest-prefix``.
+
+        >>> ContainerImage("charliecloud", "0.31", "/img/bookworm", "sha256:0123456789abcdef").label
+        'charliecloud:bookworm@0123456789ab'
+        """
+        return (f"{self.runtime}:{self.image.rstrip('/').rsplit('/', 1)[-1]}"
+                f"@{self.digest.partition(':')[2][:12]}")
+
+
+@dataclass(frozen=True)
 class Environment(JSONRecord):
     """Where a result was measured. ``env_hash`` names the software + hardware environment.
 
@@ -369,6 +389,7 @@ class Environment(JSONRecord):
     hostname: str = ""
     slurm_job_id: str | None = None
     threads: int | None = None                 # threads this case was allowed to use
+    container: ContainerImage | None = field(default=None, metadata=OMIT_NONE)   # the image it ran in
 
     @property
     def env_hash(self) -> str:
@@ -381,6 +402,8 @@ class Environment(JSONRecord):
             "libraries": [list(item) for item in self.libraries],
             "gpus": [gpu.to_dict() for gpu in self.gpus],
         }
+        if self.container is not None:   # (left out on the host: older hashes stay as they were)
+            identity["container"] = {"runtime": self.container.runtime, "digest": self.container.digest}
         return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:16]
 
     def library_version(self, name: str) -> str | None:
@@ -530,6 +553,7 @@ class CaseResult(JSONRecord):
     measurement: str = ISOLATED                   # interleaved | isolated (cases.MEASUREMENTS)
     turn_group: tuple[str, ...] = ()              # interleaved: the group's case ids in turn order, reference first
     measurement_note: str = ""                    # why a case of an interleaving run was measured isolated
+    container: Container | None = field(default=None, metadata=OMIT_NONE)   # the image it was told to run in
     schema_version: int = SCHEMA_VERSION
 
     OK = "ok"
@@ -570,7 +594,7 @@ class CaseResult(JSONRecord):
             reason=lines[0].strip() if lines else "", timings=timings,
             peak_host_memory_bytes=peak_host_memory_bytes, threads=threads,
             environment=environment, started_at=started_at, finished_at=utc_now(),
-            wall_seconds=wall_seconds, attempts=attempts,
+            wall_seconds=wall_seconds, attempts=attempts, container=case.container,
         )
 
     @property

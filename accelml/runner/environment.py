@@ -12,12 +12,16 @@ True
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import socket
 import sys
 
+from accelml.cases import Container
+from accelml.containers import RANK_CONTAINER_VARIABLE, rank_container, running_image, wrap
 from accelml.dl.strategies import strategy_libraries
+from accelml.errors import AccelmlError, UnavailableError
 from accelml.estimators import BACKENDS
 from accelml.probe import list_gpus, usable_cores
 from accelml.results.records import Environment, GPUDevice
@@ -57,7 +61,13 @@ def library_versions() -> tuple[tuple[str, str], ...]:
 
 
 def fingerprint(threads: int | None = None) -> Environment:
-    """Versions, CPU, cores, GPUs (through NVML), hostname and SLURM job id of this process."""
+    """Versions, CPU, cores, GPUs (through NVML), hostname and SLURM job id of this process,
+    and the container image it runs in: inside one, the libraries are the image's own. A
+    case process that stays on the host while its ranks run in an image (srun, mpirun)
+    answers with the image's fingerprint (:func:`fingerprint_inside`)."""
+    container = rank_container()
+    if container is not None:
+        return fingerprint_inside(container, threads)
     try:
         import psutil
 
@@ -78,7 +88,27 @@ def fingerprint(threads: int | None = None) -> Environment:
         hostname=socket.gethostname(),
         slurm_job_id=os.environ.get("SLURM_JOB_ID"),
         threads=threads,
+        container=running_image(),
     )
+
+
+def fingerprint_inside(container: Container, threads: int | None) -> Environment:
+    """The fingerprint a process in ``container`` takes (``python -m accelml.runner.environment``
+    run there)."""
+    import subprocess
+
+    environment = {name: value for name, value in os.environ.items() if name != RANK_CONTAINER_VARIABLE}
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    wrapped = wrap(container, [container.python, "-m", "accelml.runner.environment", str(threads or "")],
+                   environment, binds=[package_root])
+    if wrapped.problem:
+        raise UnavailableError(wrapped.problem)
+    out = subprocess.run(wrapped.argv, env=dict(wrapped.environment), capture_output=True, text=True,
+                         timeout=300, check=False, stdin=subprocess.DEVNULL)
+    if out.returncode != 0:
+        raise AccelmlError(f"the environment fingerprint in {container.label} failed: "
+                           + (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1])
+    return Environment.from_dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def other_runs() -> list[int]:
@@ -101,3 +131,7 @@ def other_runs() -> list[int]:
         if any(a == "accelml" or a.endswith(os.sep + "accelml") for a in arguments):
             found.append(int(process.info["pid"]))
     return sorted(found)
+
+
+if __name__ == "__main__":   # the fingerprint of this process as JSON (fingerprint_inside)
+    print(json.dumps(fingerprint(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None).to_dict()))

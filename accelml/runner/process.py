@@ -34,7 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelml.cases import Case
+from accelml.containers import RANK_CONTAINER_VARIABLE, case_binds, wrap
 from accelml.convert import JSONRecord
+from accelml.datasets import default_cache_dir
+from accelml.dl.launch import ONE_HOST_LAUNCHERS, default_launcher
+from accelml.dl.strategies import STRATEGIES_POINT
 from accelml.results.records import CaseResult, FailureKind, utc_now
 from accelml.runner.stacks import STACKS_DIR_VARIABLE, STACKS_SIGNAL, ask_workers, hung_at, workers_hung_at
 from accelml.scratch import die_with_this_process, kill_tree, make_scratch, sweep
@@ -278,6 +282,25 @@ def _failed(task: CaseTask, failure: FailureKind, reason: str, wall: float, star
     return CaseOutput(result)
 
 
+def ranks_started_from_the_host(case: Case) -> bool:
+    """Whether ``case``'s ranks are started by srun or mpirun, which live on the host: in a
+    container such a case process stays on the host and each rank runs in the image.
+
+    >>> from accelml.cases import DatasetSpec
+    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("digits", "shipped"), workers=2,
+    ...             strategy="horovod", params=(("launcher", "mpirun"),))
+    >>> ranks_started_from_the_host(case), ranks_started_from_the_host(Case("mlp", "keras", "cpu",
+    ...     DatasetSpec("digits", "shipped"), workers=2, strategy="horovod"))
+    (True, False)
+    """
+    strategy = STRATEGIES_POINT.find(case.strategy) if case.strategy else None
+    if strategy is None or case.workers == 1:
+        return False
+    named = case.params_dict.get("launcher")
+    launcher = named if isinstance(named, str) else default_launcher(strategy, case.workers)
+    return launcher not in ONE_HOST_LAUNCHERS
+
+
 def _sweep_scratch(task: CaseTask) -> None:
     for parent in {task.workdir or tempfile.gettempdir(), tempfile.gettempdir()}:
         sweep(parent, SCRATCH_PREFIXES)
@@ -341,11 +364,24 @@ def run_case_process(task: CaseTask, turns: TurnControl | None = None) -> CaseOu
         env["PYTHONPATH"] = os.pathsep.join(
             [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         env.pop("ACCELML_CLIENT", None)
+        python = task.python or sys.executable
+        command = [python, "-m", "accelml", "run-case", str(input_path), "--output", str(output_path)]
+        container = task.case.container
+        if container is not None and ranks_started_from_the_host(task.case):
+            env[RANK_CONTAINER_VARIABLE] = json.dumps(container.to_dict())   # (accelml.dl.launch)
+        elif container is not None:   # the case process (and every rank it starts) in the image
+            cache = Path(task.cache_dir or default_cache_dir())
+            cache.mkdir(parents=True, exist_ok=True)
+            wrapped = wrap(container, [container.python, *command[1:]], env,
+                           binds=case_binds(package_root, str(scratch), str(cache)),
+                           gpus=task.case.device == "cuda", workdir=str(scratch))
+            if wrapped.problem:
+                return _failed(task, FailureKind.UNAVAILABLE, wrapped.problem,
+                               time.time() - spawned_at, started_at, None)
+            command, env = list(wrapped.argv), dict(wrapped.environment)
         with open(stderr_path, "wb") as stderr:
             process = subprocess.Popen(
-                [task.python or sys.executable, "-m", "accelml", "run-case", str(input_path),
-                 "--output", str(output_path)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env,
                 pass_fds=() if turns is None else turns.child_fds,
                 # Same session and process group as the client: the same CPU share (the
                 # scheduler's autogroups are per session), and Ctrl-C reaches the case too.

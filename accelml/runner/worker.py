@@ -289,7 +289,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             backend=case.backend, device=case.device, dataset=case.dataset.name,
             workers=case.workers, strategy=case.strategy, params=case.params,
             library_params=case.library_params, started_at=started_at, attempts=attempts,
-            status=CaseResult.OK, task=task,
+            container=case.container, status=CaseResult.OK, task=task,
             timings=(PhaseTiming.from_samples("startup", [startup]),) + measured.timings,
             repeats=measured.repeats, warmup=measured.warmup, scores=measured.scores,
             predictions=tuple(refs), repeat_prediction_digests=measured.repeat_prediction_digests,

@@ -68,11 +68,13 @@ from accelml.cases import (
     INTERLEAVED,
     MEASUREMENTS,
     Case,
+    Container,
     DatasetSpec,
     Experiment,
     RepeatPolicy,
     canonical_json,
 )
+from accelml.containers import container_from
 from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.datasets.loaders import FILE_FORMATS, file_problem
 from accelml.datasets.registry import NAMED_SOURCES, dataset_task
@@ -301,6 +303,7 @@ def _experiment_defaults(spec: _Spec, document: dict[str, Any]) -> dict[str, Any
         "memory_limit_mb": _positive(spec, document, "memory_limit_mb", "", None),
         "threads": _positive(spec, document, "threads", "", None),
         "seed": _seed(spec, document.get("seed", 0)),
+        "containers": _containers(spec, document.get("container", HOST), "container"),
     }
 
 
@@ -322,6 +325,33 @@ def _case_count(table: object) -> int:
     lists = [table.get(key) for key in GRID_KEYS]
     lists += list(grid.values()) if isinstance(grid, dict) else []
     return math.prod(len(value) for value in lists if isinstance(value, list))
+
+
+HOST = "host"
+"""A ``container`` value: run on the host, outside any image."""
+
+
+def _containers(spec: _Spec, value: Any, where: str) -> list[Container | None]:
+    """``container``: a table, ``"host"`` or a list of them -> one entry per value (None: host).
+    A table's missing ``runtime``, ``binds``, ``python`` come from the site's defaults
+    (``accelml.container`` in ``~/.config/dask/accelml.yaml``)."""
+    values = value if isinstance(value, list) else [value]
+    found: list[Container | None] = []
+    for index, item in enumerate(values):
+        path = f"{where}[{index}]" if isinstance(value, list) else where
+        if item == HOST:
+            found.append(None)
+        elif isinstance(item, dict):
+            try:
+                found.append(container_from(item, path))
+            except SpecError as error:
+                raise SpecError(f"{spec.source}: {error}") from None
+        else:
+            raise spec.error(path, f"expected a table {{runtime, image, binds, python}} or "
+                                   f"\"{HOST}\", got {_describe(item)}")
+    if len(set(found)) != len(found):
+        raise spec.error(where, "lists the same container twice")
+    return found
 
 
 def _seed(spec: _Spec, seed: int) -> int:
@@ -428,12 +458,15 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                              f"{where}.time_limit")
     memory_limit = _positive(spec, table, "memory_limit_mb", f"{where}.", defaults["memory_limit_mb"])
     threads = _positive(spec, table, "threads", f"{where}.", defaults["threads"])
+    containers = (_containers(spec, table["container"], f"{where}.container") if "container" in table
+                  else defaults["containers"])
 
     cases = []
     for algorithm, backend, device, workers, strategy, dataset_name in itertools.product(
             algorithm_values, backend_values, device_values, worker_values, strategy_values,
             dataset_values):
-        for combination in itertools.product(*grid_axes) if grid_axes else [()]:
+        for combination, container in itertools.product(
+                itertools.product(*grid_axes) if grid_axes else [()], containers):
             case_params = {**params, **dict(combination)}
             if deep:
                 _check_training(spec, where, algorithm, backend, device, workers, strategy,
@@ -452,7 +485,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                 params=tuple(sorted(case_params.items())), repeats=repeats,
                 library_params=tuple(sorted(library_params.get(backend, {}).items())),
                 time_limit_s=float(time_limit), memory_limit_mb=memory_limit, threads=threads,
-                seed=defaults["seed"],
+                seed=defaults["seed"], container=container,
             ))
     return cases
 

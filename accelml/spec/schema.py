@@ -41,6 +41,8 @@ EXPERIMENT_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
                             "case's rounds back to back, alone)"),
     "datasets": ((dict,), "a table of dataset tables ([datasets.NAME])"),
     "cluster": ((dict,), "a table of cluster settings ([cluster]: kind, jobs, resources, ...)"),
+    "container": ((dict, str, list), "a table {runtime, image, binds, python}, \"host\", or a list "
+                                     "of them (each case runs once in each)"),
     "cases": ((list,), "an array of tables ([[cases]])"),
 }
 """Top-level keys of a spec file."""
@@ -91,6 +93,7 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "time_limit": EXPERIMENT_KEYS["time_limit"],
     "memory_limit_mb": EXPERIMENT_KEYS["memory_limit_mb"],
     "threads": EXPERIMENT_KEYS["threads"],
+    "container": EXPERIMENT_KEYS["container"],
     # Deep-learning shorthands (keras cases); they become training parameters.
     "model": _STR,
     "epochs": _POS_INT,
@@ -134,6 +137,8 @@ EXAMPLES: dict[str, object] = {
     "cases.memory_limit_mb": 2048, "cases.threads": 1, "cases.model": "cnn", "cases.epochs": 3,
     "cases.batch_size": 64, "cases.learning_rate": 0.001, "cases.lr_scaling": "linear",
     "cases.keras_backend": "jax", "cases.oversubscribe": True,
+    "spec.container": {"runtime": "charliecloud", "image": "/images/stack", "binds": ["/scratch"]},
+    "cases.container": ["host", {"runtime": "apptainer", "image": "/images/stack.sif"}],
 }
 """An example value of every key."""
 
@@ -162,6 +167,8 @@ DEFAULTS: dict[str, str] = {
     "cases.threads": "the spec's threads", "cases.model": "the algorithm names the model",
     "cases.keras_backend": "the strategy's first engine",
     "cases.oversubscribe": "false: more ranks than cores is refused on a local cluster",
+    "spec.container": "\"host\" (missing runtime, binds, python: the site's accelml.container)",
+    "cases.container": "the spec's container",
 }
 """Defaults in words, where no record or signature owns them (accelml.spec.reference reads
 the others from :class:`~accelml.cases.RepeatPolicy`, the data generator's signature and

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "accelml"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("accelml.errors", "accelml.convert", "accelml.cases", "accelml.plugins", "accelml.scratch"),
-    ("accelml.probe", "accelml.results"),
+    ("accelml.probe", "accelml.results", "accelml.containers"),
     ("accelml.datasets", "accelml.dl"),
     ("accelml.estimators", "accelml.executors"),
     ("accelml.expectations", "accelml.machine"),
