@@ -322,5 +322,7 @@ def test_terminal_report_of_a_scaling_run_gives_speedup_and_efficiency_per_worke
     for workers in (2, 4):
         speedup = epochs[1] / epochs[workers]
         assert (f"{workers} workers {format_speedup(speedup)} "
-                f"(efficiency {speedup / workers:.0%})") in text
+                f"(efficiency {speedup / workers:.0%}; a step ") in text
+    # the measured step at N workers against 1, and what it spends beyond the 1-worker step
+    assert "of collective and host work" in text
     assert "1 of 4 case(s) FAILED" in text and "SIGKILL" in text
