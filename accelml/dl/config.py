@@ -347,8 +347,8 @@ class TrainingResult(JSONRecord):
     process; for single-process strategies, one entry). ``batchnorm_momentum``: the model's
     (:func:`accelml.dl.models.batchnorm_momentum`), None without BatchNorm. ``path``: how the
     step ran, and why where a default chose (e.g. ``"CUDA graph (auto)"``, ``"eager (auto:
-    recording failed: ...)"``, ``"118 steps per dispatch; gradients: one all-reduce, float32
-    (auto: 1.7 MB)"``).
+    recording failed: ...)"``, ``"234 steps per dispatch (auto: 2e+08 FLOPs a step); gradients:
+    one all-reduce, float32 (auto: 1.6 MB of gradients, 4 devices)"``).
     """
 
     strategy: str

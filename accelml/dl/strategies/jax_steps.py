@@ -204,8 +204,9 @@ def chosen_reduction(config: TrainingConfig, gradient_bytes: int) -> str:
 DISPATCH_FLOPS = 2e11
 """Work one dispatch should carry at least: ``auto`` runs ``DISPATCH_FLOPS / step FLOPs``
 steps per dispatch (XLA's cost analysis of the compiled step). A ResNet50V2 step at batch 256
-(~1e12 FLOPs, 14 ms on an H200) stays one step per dispatch; the workshop CNN's (~1.6e9 FLOPs)
-took 0.23 ms on one GPU and 0.77 ms on four, bound by the host's dispatch, not the GPUs."""
+(~1e12 FLOPs, 14 ms on an H200) stays one step per dispatch; the workshop CNN's (1.9e8 FLOPs by
+that analysis, so its whole epoch runs in one dispatch) took 0.26 ms one step per dispatch on
+one H200 and 0.95 ms on four, bound by the host's dispatch, against 0.20 and 0.27 ms now."""
 
 
 def steps_per_dispatch(config: TrainingConfig, step_flops: float | None, steps: int) -> int:
@@ -214,8 +215,10 @@ def steps_per_dispatch(config: TrainingConfig, step_flops: float | None, steps: 
     devices the workshop CNN ran 13x slower as a loop of 32 steps than step by step).
 
     >>> config = TrainingConfig(strategy="jax-pmean", device="gpu")
-    >>> steps_per_dispatch(config, 1.6e9, 938), steps_per_dispatch(config, 1e12, 938)
-    (118, 1)
+    >>> steps_per_dispatch(config, 1.9e8, 937), steps_per_dispatch(config, 1.6e9, 938)
+    (937, 118)
+    >>> steps_per_dispatch(config, 1e12, 256)
+    1
     >>> steps_per_dispatch(config.replace(steps_per_execution=50), None, 20)
     20
     >>> steps_per_dispatch(config.replace(device="cpu"), 1.6e9, 938)
