@@ -98,12 +98,12 @@ def crossover_lines(crossover: Crossover) -> tuple[str, str, str]:
     >>> found = solve(40_000_000, 4, BoostingRounds(500, 1.0, 0.053), BoostingRounds(500, 1.8, 0.02))
     >>> measured, verdict, basis = crossover_lines(found)
     >>> verdict
-    '4 GPUs pay from ~1.94M rows'
+    '4 GPUs pay from ~3.59M rows'
     >>> for part in basis.split("; "):
     ...     print(part)
     estimated from 1 and 4 GPUs at 40M rows, 500 rounds
     model: a round = 9 ms + 1.1 ms per million rows per GPU, the same at 1 and 4 GPUs
-    set-up as measured
+    set-up as measured, growing with each GPU's rows at 1 GPU's measured cost per row
     """
     one, many = _workers(1, crossover.device), _workers(crossover.workers, crossover.device)
     group = " · ".join(part for part in (crossover.algorithm, crossover.backend, crossover.device)
@@ -129,7 +129,8 @@ def crossover_lines(crossover: Crossover) -> tuple[str, str, str]:
              f"{plots.format_seconds(crossover.floor_seconds)} + "
              f"{plots.format_seconds(crossover.seconds_per_row * 1e6)} per million rows per {unit}, "
              f"the same at 1 and {crossover.workers} {unit}s; set-up "
-             + ("as measured" if len(crossover.rows) == 1 else "a line through the sizes"))
+             + (f"as measured, growing with each {unit}'s rows at 1 {unit}'s measured cost per row"
+                if len(crossover.rows) == 1 else "a line through the sizes"))
     return measured, verdict, basis
 
 

@@ -33,12 +33,16 @@ def test_one_size_gives_the_crossover_of_each_worker_count():
     # r = f + c * rows / workers through (40M, 53 ms) and (10M, 20 ms)
     assert four.floor_seconds == pytest.approx(0.009)
     assert four.seconds_per_row == pytest.approx(1.1e-9)
-    assert four.pays_from_rows == pytest.approx(0.8 / (500 * 1.1e-9 * 0.75))
+    # set-up from one size: 1 GPU's 1.0 s grows with rows (2.5e-8 s a row); 4 GPUs' 1.8 s is
+    # that cost on their 10M rows plus a fixed 1.55 s
+    per_row = 1.0 / 40e6
+    assert four.pays_from_rows == pytest.approx(
+        (1.8 - per_row * 10e6) / (per_row * 0.75 + 500 * 1.1e-9 * 0.75))
     # at the measured size the model gives back the measured fits
     model_one = four.setup_one + 500 * (four.floor_seconds + four.seconds_per_row * 40e6)
     assert model_one == pytest.approx(1.0 + 500 * 0.053)
     text = crossover_text(found)
-    assert "4 GPUs pay from ~1.94M rows (estimated from 1 and 4 GPUs at 40M rows, 500 rounds" in text
+    assert "4 GPUs pay from ~3.59M rows (estimated from 1 and 4 GPUs at 40M rows, 500 rounds" in text
     assert "per round 1 GPU 53 ms, 4 GPUs 20 ms at 40M rows; set-up 1 s / 1.8 s" in text
 
 
@@ -53,6 +57,15 @@ def test_several_sizes_of_the_same_parameters_are_pooled():
     assert four.seconds_per_row == pytest.approx(1.15e-9, rel=0.1)
     assert 1e6 < four.pays_from_rows < 10e6
     assert "estimated from 1 and 4 GPUs at 10M, 40M rows" in crossover_text([four])
+
+
+def test_a_one_gpu_set_up_that_grows_with_rows_is_not_taken_as_fixed():
+    """4 x H200, xgboost_40m_gpu: 1 GPU's set-up (8.2 s, sketching 39.9M rows) is above 4
+    GPUs' (2.9 s); read as a fixed cost it would make 4 GPUs pay at every size, against the
+    10M-row run where they did not pay at 7.5M rows."""
+    (four,) = crossovers([case(1, 39_900_000, 8.22, 0.048), case(4, 39_900_000, 2.87, 0.0196)])
+    assert 1e6 < four.pays_from_rows < 3e6
+    assert "set-up as measured, growing with each GPU's rows" in crossover_text([four])
 
 
 def test_workers_whose_rounds_are_not_cheaper_do_not_pay():
