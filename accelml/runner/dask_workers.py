@@ -317,10 +317,12 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
                PhaseTiming.from_samples("place", [place_seconds]),
                outcome.timings["fit"], outcome.timings["predict"],
                *split.timings(outcome.counted_rounds))
+    boosting = split.record(outcome.counted_rounds)
     return Measurements(
         timings=timings, repeats=outcome.rounds, warmup=outcome.warmup_rounds,
         scores=tuple(scores), arrays=(("predictions", predictions), *sorted(extra.items())),
         repeat_prediction_digests=tuple(state["digests"]), dataset_info=data.info, task=task,
         stopped_because=outcome.stopped_because, worker_peak_memory_bytes=worker_peaks,
-        workers_started_by=how, boosting=split.record(outcome.counted_rounds),
+        workers_started_by=how, boosting=boosting,
+        iterations=None if boosting is None else boosting.rounds,   # the booster's own count
     )

@@ -63,6 +63,7 @@ def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_ru
         assert len(setup.samples) == len(fit.samples) == result.repeats == 2
         assert all(0 < s < f for s, f in zip(setup.samples, fit.samples, strict=True))
         assert split.rounds == ROUNDS
+        assert result.iterations == ROUNDS      # the table's "it" column on 1 and N workers
         assert split.setup_seconds == setup.median
         per_round = [(f - s) / ROUNDS for f, s in zip(fit.samples, setup.samples, strict=True)]
         assert split.per_round_seconds == pytest.approx(statistics.median(per_round))
