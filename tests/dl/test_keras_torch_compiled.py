@@ -1,0 +1,96 @@
+"""Keras 3 on PyTorch, ``step_capture = "compiled"``: the forward pass and loss compiled by
+Inductor (on CPUs here: C++ kernels; no CUDA graph) train as the eager steps do.
+
+Fused kernels round differently from Keras's one-op-at-a-time kernels, so the weights agree
+within a tolerance, not bit for bit (measured on this model: ~1e-7 apart after 2 epochs);
+dropout draws the same masks (Inductor's ``fallback_random``). Where compiling fails (here: a
+C++ compiler that does not exist, with Inductor's caches off), the run trains with eager kernels
+and says why, ending with exactly the eager run's weights.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+from accelml.dl import TrainingConfig, launch
+
+pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+
+pytestmark = [pytest.mark.torch_ddp, pytest.mark.slow]
+
+BASE = TrainingConfig(model="mlp", model_options={"hidden": (16,), "dropout": 0.25},
+                      dataset="digits", strategy="torch-ddp", keras_backend="torch",
+                      batch_size=32, epochs=2, learning_rate=0.05, deterministic=True, seed=7,
+                      save_model=True, time_limit_s=600)
+TOLERANCE = 1e-5
+"""Largest difference allowed between a compiled run's weights and the eager run's."""
+
+
+def _weights(output_dir) -> list[np.ndarray]:
+    """The saved model's weights, read from its ``.keras`` archive (an HDF5 file inside)."""
+    import h5py
+
+    with zipfile.ZipFile(output_dir / "model.keras") as archive:
+        data = archive.read("model.weights.h5")
+    arrays: list[np.ndarray] = []
+    with h5py.File(io.BytesIO(data), "r") as weights:
+        weights.visititems(lambda name, item: arrays.append(np.array(item))
+                           if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+def _run(tmp_path_factory, name: str, workers: int = 1, **changes):
+    root = tmp_path_factory.mktemp(name)
+    config = BASE.replace(workers=workers, output_dir=str(root / "out"), **changes)
+    result = launch(config, workers=workers, work_dir=str(root / "work"))
+    return result, _weights(root / "out")
+
+
+@pytest.fixture(scope="session")
+def eager_one(tmp_path_factory):
+    return _run(tmp_path_factory, "eager-1", step_capture="none")
+
+
+@pytest.fixture(scope="session")
+def compiled_one(tmp_path_factory):
+    return _run(tmp_path_factory, "compiled-1", step_capture="compiled")
+
+
+def _assert_close(compiled, eager) -> None:
+    (result, weights), (eager_result, eager_weights) = compiled, eager
+    assert len(weights) == len(eager_weights) > 0
+    largest = max(float(np.max(np.abs(a - b))) for a, b in zip(weights, eager_weights, strict=True))
+    assert largest <= TOLERANCE, f"compiled weights {largest:.2e} from eager"
+    assert [e.loss for e in result.epochs] == pytest.approx([e.loss for e in eager_result.epochs],
+                                                            rel=1e-5)
+    assert result.epochs[-1].loss < result.epochs[0].loss
+
+
+def test_compiled_step_trains_to_the_eager_weights_on_one_rank(compiled_one, eager_one):
+    result, _ = compiled_one
+    assert result.path.startswith("Inductor-compiled forward and loss (asked: ")
+    assert result.path.endswith("not captured (CUDA graphs need a GPU)")
+    _assert_close(compiled_one, eager_one)
+
+
+def test_compiled_step_on_two_ddp_ranks_keeps_ranks_identical(tmp_path_factory):
+    eager = _run(tmp_path_factory, "eager-2", workers=2, step_capture="none")
+    compiled = _run(tmp_path_factory, "compiled-2", workers=2, step_capture="compiled")
+    result, _ = compiled
+    assert result.path.startswith("Inductor-compiled forward and loss")
+    assert len(result.rank_digests) == 2 and len(set(result.rank_digests)) == 1
+    _assert_close(compiled, eager)
+
+
+def test_a_step_that_cannot_compile_trains_eagerly_and_says_why(tmp_path_factory, eager_one,
+                                                                 monkeypatch):
+    monkeypatch.setenv("CXX", "/nonexistent/c++")              # what the ranks inherit
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path_factory.mktemp("inductor")))
+    result, _ = _run(tmp_path_factory, "fallback-1", step_capture="compiled")
+    assert result.path.startswith("eager kernels (asked: compiling failed: ")
+    assert result.weights_digest == eager_one[0].weights_digest
