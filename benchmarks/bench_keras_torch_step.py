@@ -7,11 +7,15 @@ default on GPUs today: eager kernels replayed from a CUDA graph) and ``compiled`
 loss compiled by Inductor, backward through AOTAutograd, the step replayed from a CUDA graph).
 Prints ms per step and images/s (median of the epochs after the first, which holds warm-up,
 compiling and recording), the set-up seconds before the first epoch and the first epoch's
-seconds (where compiling shows), the graphs the compiled step was traced into and the path the
-run recorded; then the graph breaks ``torch._dynamo.explain`` finds in each model's forward
-and loss (as the loop compiles it, without DistributedDataParallel's own split).
+seconds (where compiling shows) and the path the run recorded, which names the graphs Dynamo
+traced the compiled step into: 2 under torch-ddp means no break inside the model (Dynamo
+always splits at DistributedDataParallel's forward: the loop's frame, and the model's frame
+under DDP). ``--explain`` then counts the graph breaks ``torch._dynamo.explain`` finds in each
+model's forward and loss as built and after ``prepare_for_inductor`` (ResNet50V2 as built
+takes minutes to explain: every break recompiles).
 
     python benchmarks/bench_keras_torch_step.py                      # GPU, ~3 minutes on an H100
+    python benchmarks/bench_keras_torch_step.py --explain --models fashion_mnist_cnn
     python benchmarks/bench_keras_torch_step.py --device cpu --tiny  # tries the script out
 
 ``--tiny`` swaps ResNet50V2 for ``small_resnet`` and cuts batches and steps. Needs Keras 3 and
@@ -25,6 +29,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +41,7 @@ from accelml.dl import TrainingConfig, launch  # noqa: E402
 from accelml.errors import AccelmlError  # noqa: E402
 
 CAPTURES = ("none", "cuda-graph", "compiled")
+warnings.filterwarnings("ignore", message="Dynamo detected a call to a `functools.lru_cache`")
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--captures", nargs="+", choices=CAPTURES, default=list(CAPTURES))
     parser.add_argument("--models", nargs="+", help="names of the workloads (default: both)")
     parser.add_argument("--epochs", type=int, default=3, help="the first is warm-up")
-    parser.add_argument("--no-explain", action="store_true", help="skip the graph-break count")
+    parser.add_argument("--explain", action="store_true",
+                        help="also count graph breaks with torch._dynamo.explain")
     args = parser.parse_args(argv)
     workloads = [w for w in (TINY if args.tiny else FULL)
                  if not args.models or w.model in args.models or w.name in args.models]
@@ -127,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     for work in workloads:
         for capture in args.captures:
             print(measure(work, args.device, capture, args.epochs), flush=True)
-    if not args.no_explain:
+    if args.explain:
         print(f"\n{'model':<13} {'model is':<9} {'breaks':>6} {'took':>6}  reasons", flush=True)
         for work in workloads:
             print(graph_breaks_row(work, args.device), flush=True)
