@@ -256,8 +256,8 @@ class TrainingConfig(JSONRecord):
         """What ``step_capture`` comes to for this run: ``auto`` resolved to
         :data:`AUTO_STEP_CAPTURE` where steps can be captured, else to eager steps.
 
-        >>> TrainingConfig(strategy="torch-ddp", device="gpu").step_choice
-        'cuda-graph'
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu").step_choice == AUTO_STEP_CAPTURE
+        True
         >>> TrainingConfig(strategy="torch-ddp", step_capture="compiled").step_choice
         'compiled'
         >>> TrainingConfig(strategy="torch-ddp").step_choice
@@ -273,7 +273,7 @@ class TrainingConfig(JSONRecord):
 
         >>> TrainingConfig(strategy="torch-ddp", step_capture="compiled").compiles_steps
         True
-        >>> TrainingConfig(strategy="torch-ddp", device="gpu").compiles_steps
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu", step_capture="cuda-graph").compiles_steps
         False
         """
         return self.step_choice == COMPILED

@@ -12,17 +12,15 @@ made traceable without changing what the model computes.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
-import zipfile
 
-import numpy as np
 import pytest
 
 from accelml.dl import TrainingConfig, launch
+from tests.dl.checks import largest_difference, saved_model_weights
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
 
@@ -35,24 +33,11 @@ TOLERANCE = 1e-5
 """Largest difference allowed between a compiled run's weights and the eager run's."""
 
 
-def _weights(output_dir) -> list[np.ndarray]:
-    """The saved model's weights, read from its ``.keras`` archive (an HDF5 file inside)."""
-    import h5py
-
-    with zipfile.ZipFile(output_dir / "model.keras") as archive:
-        data = archive.read("model.weights.h5")
-    arrays: list[np.ndarray] = []
-    with h5py.File(io.BytesIO(data), "r") as weights:
-        weights.visititems(lambda name, item: arrays.append(np.array(item))
-                           if isinstance(item, h5py.Dataset) else None)
-    return arrays
-
-
 def _run(tmp_path_factory, name: str, workers: int = 1, **changes):
     root = tmp_path_factory.mktemp(name)
     config = BASE.replace(workers=workers, output_dir=str(root / "out"), **changes)
     result = launch(config, workers=workers, work_dir=str(root / "work"))
-    return result, _weights(root / "out")
+    return result, saved_model_weights(root / "out")
 
 
 @pytest.fixture(scope="session")
@@ -67,8 +52,7 @@ def compiled_one(tmp_path_factory):
 
 def _assert_close(compiled, eager) -> None:
     (result, weights), (eager_result, eager_weights) = compiled, eager
-    assert len(weights) == len(eager_weights) > 0
-    largest = max(float(np.max(np.abs(a - b))) for a, b in zip(weights, eager_weights, strict=True))
+    largest = largest_difference(weights, eager_weights)
     assert largest <= TOLERANCE, f"compiled weights {largest:.2e} from eager"
     assert [e.loss for e in result.epochs] == pytest.approx([e.loss for e in eager_result.epochs],
                                                             rel=1e-5)
