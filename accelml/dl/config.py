@@ -36,8 +36,14 @@ OPTIMIZERS = ("sgd", "adam")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 CACHES = ("memory", "disk", "none")
 DEVICES = ("cpu", "gpu")
-STEP_CAPTURES = (AUTO, "none", "cuda-graph")
 CUDA_GRAPH = "cuda-graph"
+COMPILED = "compiled"
+EAGER_STEPS = "none"
+STEP_CAPTURES = (AUTO, EAGER_STEPS, CUDA_GRAPH, COMPILED)
+AUTO_STEP_CAPTURE = CUDA_GRAPH
+"""What ``step_capture = "auto"`` runs where steps can be captured (Keras on torch on GPUs):
+:data:`CUDA_GRAPH` (eager Keras kernels replayed from a CUDA graph) or :data:`COMPILED`
+(Inductor-fused kernels replayed from a CUDA graph). Switching the default is this line."""
 
 
 def scaled_learning_rate(base: float, workers: int, scaling: str) -> float:
@@ -97,10 +103,14 @@ class TrainingConfig(JSONRecord):
     time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod
     as its environment (by the strategies that run on Horovod). ``step_capture``
     ``"cuda-graph"`` replays Keras-on-torch training steps from CUDA graphs (GPUs; see
-    :mod:`accelml.dl.strategies.torch_loop`), ``"none"`` runs them eagerly, and ``"auto"``
-    (the default) captures wherever it can (:attr:`captures_steps`) and falls back to eager
-    steps, with the reason, where recording fails. ``batchnorm_momentum`` sets the momentum
-    of every BatchNorm layer of the model (None: the model's own, 0.99 in Keras).
+    :mod:`accelml.dl.strategies.torch_loop`), ``"compiled"`` compiles their forward pass and
+    loss with Inductor (``torch.compile``; the backward through AOTAutograd) and, on GPUs,
+    replays the step from CUDA graphs too (on CPUs the compiled step runs as it is), ``"none"``
+    runs them eagerly, and ``"auto"`` (the default) does :data:`AUTO_STEP_CAPTURE` wherever it
+    can capture (:attr:`captures_steps`); every one falls back, with the reason, where
+    compiling or recording fails (``"compiled"`` to eager kernels, ``"auto"`` to eager steps).
+    ``batchnorm_momentum`` sets the momentum of every BatchNorm layer of the model (None: the
+    model's own, 0.99 in Keras).
     ``gradient_reduction`` (how gradients are averaged across workers, e.g. ``allreduce``,
     ``buckets``, ``reduce-scatter``), ``gradient_reduce_dtype`` (``float32`` or
     ``bfloat16``, the dtype they travel in) and ``gradient_bucket_mb`` (bucket size of a
@@ -190,6 +200,9 @@ class TrainingConfig(JSONRecord):
             raise SpecError("training step_capture = 'cuda-graph' captures Keras-on-torch "
                             "training steps on GPUs: it needs device 'cuda' and "
                             "keras_backend 'torch'")
+        if self.step_capture == COMPILED and self.engine != "torch":
+            raise SpecError("training step_capture = 'compiled' compiles Keras-on-torch "
+                            "training steps: it needs keras_backend 'torch'")
         if self.batchnorm_momentum is not None and not 0.0 <= self.batchnorm_momentum < 1.0:
             raise bad("batchnorm_momentum", "a number in [0, 1)")
         if self.cache == "disk" and not self.cache_dir:
@@ -224,9 +237,10 @@ class TrainingConfig(JSONRecord):
 
     @property
     def captures_steps(self) -> bool:
-        """Whether the run tries to replay its steps from CUDA graphs: asked for, or ``auto``
-        where it can (eager Keras-on-torch steps on a GPU are host-bound: 0.45x of the captured
-        step's speed on ResNet50V2 and 17x slower on the workshop's CNN, measured on H200s).
+        """Whether the run tries to replay its steps from CUDA graphs (``cuda-graph`` or
+        ``compiled``, asked for or chosen by ``auto``) where it can (eager Keras-on-torch
+        steps on a GPU are host-bound: 0.45x of the captured step's speed on ResNet50V2 and
+        17x slower on the workshop's CNN, measured on H200s).
 
         >>> TrainingConfig(strategy="torch-ddp", device="gpu").captures_steps
         True
@@ -235,8 +249,34 @@ class TrainingConfig(JSONRecord):
         >>> TrainingConfig(strategy="torch-ddp", device="cpu").captures_steps
         False
         """
-        return self.step_capture == CUDA_GRAPH or (self.step_capture == AUTO
-                                                   and self.can_capture_steps)
+        return self.can_capture_steps and self.step_choice in (CUDA_GRAPH, COMPILED)
+
+    @property
+    def step_choice(self) -> str:
+        """What ``step_capture`` comes to for this run: ``auto`` resolved to
+        :data:`AUTO_STEP_CAPTURE` where steps can be captured, else to eager steps.
+
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu").step_choice == AUTO_STEP_CAPTURE
+        True
+        >>> TrainingConfig(strategy="torch-ddp", step_capture="compiled").step_choice
+        'compiled'
+        >>> TrainingConfig(strategy="torch-ddp").step_choice
+        'none'
+        """
+        if self.step_capture != AUTO:
+            return self.step_capture
+        return AUTO_STEP_CAPTURE if self.can_capture_steps else EAGER_STEPS
+
+    @property
+    def compiles_steps(self) -> bool:
+        """Whether the run compiles its Keras-on-torch steps with Inductor (``torch.compile``).
+
+        >>> TrainingConfig(strategy="torch-ddp", step_capture="compiled").compiles_steps
+        True
+        >>> TrainingConfig(strategy="torch-ddp", device="gpu", step_capture="cuda-graph").compiles_steps
+        False
+        """
+        return self.step_choice == COMPILED
 
     @property
     def scaled_learning_rate(self) -> float:

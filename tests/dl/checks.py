@@ -3,9 +3,12 @@ torch-ddp)."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from accelml.dl import TrainingConfig, TrainingResult, warmup_learning_rate
@@ -35,3 +38,23 @@ def assert_only_rank_zero_wrote(result: TrainingResult, config: TrainingConfig,
     assert (out / "model.keras").exists()
     rank1 = json.loads((root / "work" / "ranks" / "rank-1.json").read_text())
     assert rank1["ok"] and rank1["result"]["files"] == [] and result.files
+
+
+def saved_model_weights(output_dir: Path) -> list[np.ndarray]:
+    """The weights of the model a run saved (``save_model``), read from its ``.keras`` archive
+    (an HDF5 file inside), in the archive's order."""
+    import h5py
+
+    with zipfile.ZipFile(output_dir / "model.keras") as archive:
+        data = archive.read("model.weights.h5")
+    arrays: list[np.ndarray] = []
+    with h5py.File(io.BytesIO(data), "r") as weights:
+        weights.visititems(lambda name, item: arrays.append(np.array(item))
+                           if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+def largest_difference(weights: list[np.ndarray], others: list[np.ndarray]) -> float:
+    """The largest element-wise difference between two runs' weights (same model)."""
+    assert len(weights) == len(others) > 0
+    return max(float(np.max(np.abs(a - b))) for a, b in zip(weights, others, strict=True))

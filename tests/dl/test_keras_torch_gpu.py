@@ -1,5 +1,6 @@
 """Keras 3 on PyTorch on GPUs: training steps replayed from CUDA graphs (``step_capture =
-"cuda-graph"``) train exactly as eager steps do.
+"cuda-graph"``) train exactly as eager steps do; steps compiled by Inductor and replayed
+(``"compiled"``) train as eager steps do within a tolerance (fused kernels round differently).
 
 In deterministic mode the recorded kernels are the eager kernels, so a captured run must end
 with the eager run's weights bit for bit, on one GPU and on two (where DistributedDataParallel's
@@ -12,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from accelml.dl import TrainingConfig, launch
+from tests.dl.checks import largest_difference, saved_model_weights
 
 pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
 
@@ -24,7 +26,8 @@ BASE = TrainingConfig(model="small_resnet", model_options={"blocks": 2, "width":
 
 
 def _both(config: TrainingConfig, workers: int, tmp_path):
-    eager = launch(config, workers=workers, work_dir=str(tmp_path / "eager"))
+    eager = launch(config.replace(step_capture="none"), workers=workers,
+                   work_dir=str(tmp_path / "eager"))
     captured = launch(config.replace(step_capture="cuda-graph"), workers=workers,
                       work_dir=str(tmp_path / "captured"))
     return eager, captured
@@ -55,3 +58,26 @@ def test_captured_steps_average_across_two_gpus(gpus, strategy, request, tmp_pat
     assert len(set(captured.rank_digests)) == 1 and len(captured.rank_digests) == 2
     assert captured.weights_digest == eager.weights_digest
     assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
+
+
+COMPILED_TOLERANCE = 1e-4
+"""Largest difference allowed between compiled and eager weights after BASE's 3 epochs."""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_compiled_steps_train_as_eager_steps(gpus, workers, tmp_path):
+    if len(gpus) < workers:
+        pytest.skip(f"needs {workers} GPUs, found {len(gpus)}")
+    runs = {}
+    for capture in ("none", "compiled"):
+        config = BASE.replace(workers=workers, step_capture=capture, save_model=True,
+                              output_dir=str(tmp_path / capture / "out"))
+        runs[capture] = (launch(config, workers=workers, work_dir=str(tmp_path / capture)),
+                         saved_model_weights(tmp_path / capture / "out"))
+    (compiled, weights), (eager, eager_weights) = runs["compiled"], runs["none"]
+    assert compiled.path.startswith("Inductor-compiled forward and loss (asked: "), compiled.path
+    assert "CUDA graph" in compiled.path
+    assert len(set(compiled.rank_digests)) == 1 and len(compiled.rank_digests) == workers
+    assert largest_difference(weights, eager_weights) <= COMPILED_TOLERANCE
+    assert [e.loss for e in compiled.epochs] == pytest.approx([e.loss for e in eager.epochs],
+                                                              rel=1e-4)

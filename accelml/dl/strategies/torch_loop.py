@@ -67,6 +67,7 @@ from accelml.dl.engines import CUBLAS_DETERMINISTIC_WORKSPACE
 from accelml.dl.models import build_model
 from accelml.dl.pipelines import steps_per_epoch
 from accelml.dl.strategies import AUTO
+from accelml.dl.strategies._torch_compile import CompiledOrEager, prepare_for_inductor
 from accelml.errors import AccelmlError, SpecError, UnavailableError
 
 if TYPE_CHECKING:
@@ -234,6 +235,8 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         return torch.stack([loss.detach().float() * count, hits, count])
 
     capture = config.captures_steps
+    if config.compiles_steps:
+        prepare_for_inductor(model)
     averaging = collectives.averaging_model
     if averaging is None:
         forward = model
@@ -243,12 +246,19 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         forward = averaging(model)
     reduce_after_backward = averaging is None and size > 1
 
+    def predict_and_loss(images: torch.Tensor,
+                         labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        predictions = forward(images, training=True)
+        return predictions, loss_fn(labels, predictions)
+
+    compiled = CompiledOrEager(torch, predict_and_loss) if config.compiles_steps else None
+    predict = compiled or predict_and_loss
+
     def forward_backward(indices: torch.Tensor | slice) -> tuple[torch.Tensor, list[torch.Tensor]]:
         images, labels = shard.batch(indices)
         for variable in trainable:
             variable.value.grad = None
-        predictions = forward(images, training=True)
-        loss = loss_fn(labels, predictions)
+        predictions, loss = predict(images, labels)
         if model.losses:
             loss = loss + sum(model.losses)
         optimizer.scale_loss(loss).backward()
@@ -271,8 +281,11 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
                    data.y_train[rank::size][:steps * config.batch_size], device, image_size)
     step: Step = train_step
     path = _eager_path(config)
+    state = [v.value for v in [*model.weights, *optimizer.variables]]
+    if compiled is not None and not capture:     # compiled (or failed to) before training
+        with _state_kept(torch, state, generator=True):
+            train_step(next(shard.picks(config.batch_size)))
     if capture:
-        state = [v.value for v in [*model.weights, *optimizer.variables]]
         try:
             step = _captured_step(
                 torch, forward_backward, apply,
@@ -282,10 +295,12 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
             path = _captured_path(config, split=reduce_after_backward, ranks=size)
         except RecordingFailed as failure:
             if config.step_capture != AUTO:
-                raise AccelmlError(f"{failure} (step_capture = 'cuda-graph'; 'none' trains "
-                                   "eagerly)") from None
+                raise AccelmlError(f"{failure} (step_capture = '{config.step_capture}'; "
+                                   "'none' trains eagerly)") from None
             torch.cuda.synchronize()
             path = f"eager (auto: {failure})"
+    if compiled is not None:
+        path = _compiled_path(config, compiled, path)
 
     output_dir = config.output_dir if rank == 0 else None      # rank 0 writes every file
     log = EpochLog(output_dir)
@@ -337,7 +352,19 @@ def _eager_path(config: TrainingConfig) -> str:
     """What :attr:`TrainingResult.path` says of eager steps, and why they ran."""
     if config.step_capture == "none":
         return "eager (asked: step_capture = 'none')"
+    if config.compiles_steps:
+        return "not captured (CUDA graphs need a GPU)"
     return "eager (auto: CUDA graphs need Keras on torch on a GPU)"
+
+
+def _compiled_path(config: TrainingConfig, compiled: CompiledOrEager, then: str) -> str:
+    """What :attr:`TrainingResult.path` says of a step compiled by Inductor (or that failed
+    to compile), ``then`` saying how it ran."""
+    how = "auto" if config.step_capture == AUTO else "asked"
+    if compiled.failure is not None:
+        return f"eager kernels ({how}: compiling failed: {compiled.failure}); {then}"
+    return (f"Inductor-compiled forward and loss ({how}: {compiled.graphs} graph(s), the "
+            f"backward through AOTAutograd); {then}")
 
 
 def _captured_path(config: TrainingConfig, split: bool, ranks: int) -> str:
@@ -384,6 +411,8 @@ def _constants_kept_on_device(torch: Any, made: dict[tuple[object, ...], Any],
     original = torch.as_tensor
 
     def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Any:
+        if torch.compiler.is_compiling():      # traced by Dynamo: a constant of its graph
+            return original(data, dtype=dtype, device=device)
         if device is None or torch.device(device).type != "cuda":
             return original(data, dtype=dtype, device=device)
         if isinstance(data, (bool, int, float)):
@@ -508,17 +537,12 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
 
         step = split_step
 
-    saved = [tensor.detach().clone() for tensor in state]
     constants: dict[tuple[object, ...], Any] = {}
     pinned: list[Any] = []
-    try:
-        with _constants_kept_on_device(torch, constants, pinned):
-            for _ in range(warmup + 1):
-                step()
-    finally:    # also where recording failed and training goes on eagerly
-        with torch.no_grad():
-            for tensor, value in zip(state, saved, strict=True):
-                tensor.copy_(value)
+    # state put back also where recording failed and training goes on eagerly
+    with _state_kept(torch, state), _constants_kept_on_device(torch, constants, pinned):
+        for _ in range(warmup + 1):
+            step()
 
     def replayed(indices: Any, graph_inputs: tuple[Any, ...] = (constants, pinned)) -> Any:
         # graph_inputs: kept alive as long as the step, since the graphs read them
@@ -528,6 +552,23 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
         return step()
 
     return replayed
+
+
+@contextmanager
+def _state_kept(torch: Any, state: list[Any], generator: bool = False) -> Iterator[None]:
+    """Every tensor of ``state`` (and, with ``generator``, torch's CPU random state) put back
+    as it was when the block ends, however it ends: steps run before training (warm-up,
+    recording, compiling) leave no trace in what training sees."""
+    saved = [tensor.detach().clone() for tensor in state]
+    random_state = torch.get_rng_state() if generator else None
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for tensor, value in zip(state, saved, strict=True):
+                tensor.copy_(value)
+        if random_state is not None:
+            torch.set_rng_state(random_state)
 
 
 def _views(flat: Any, like: list[Any]) -> Iterator[Any]:
