@@ -5,17 +5,27 @@
   client (a parent-death signal), within half a second.
 - Ctrl-C while ``python -m accelml`` was still importing gave a ``KeyboardInterrupt``
   traceback: at every moment it is one line and exit 130.
+- A case process whose runner was killed made its scratch folder again (mode 0755, no owner
+  file, so no sweep ever removed it) after the next case's sweep had removed it: it now
+  makes folders only inside that folder, never the folder itself.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
+
+from accelml.runner.process import CaseInput
+from accelml.spec.load import load_spec_text
 
 from .conftest import REPO, case_processes, gone, wait_for
 from .test_client_faults import SLOW_CASES, spec_with
@@ -72,3 +82,25 @@ def test_ctrl_c_while_starting_is_one_line(delay, faults, tmp_path):
     assert err.strip().splitlines()[-1].endswith("interrupted") or \
         "interrupted" in err.strip().splitlines()[-1], err
     assert gone(faults.tag) == []
+
+
+def test_a_swept_scratch_folder_is_never_made_again(faults, tmp_path):
+    (case,) = load_spec_text("repeats = 1\nwarmup = 0\n" + ONE_SLOW_CASE.replace("[100000]", "[1500]")
+                             + '[datasets.blobs]\nsource = "generated"\ngenerator = "blobs"\n'
+                             'n_samples = 300\nn_features = 3\n', "slow.toml").cases
+    scratch = Path(tempfile.mkdtemp(prefix="accelml-case-", dir=faults.tmp))  # its runner's
+    inputs = CaseInput(case=case, run_id="r", arrays_dir=str(scratch / "arrays"),
+                       cache_dir=str(tmp_path / "cache"), threads=1, time_limit_s=300)
+    (scratch / "input.json").write_text(json.dumps(inputs.to_dict()))
+    process = subprocess.Popen([sys.executable, "-m", "accelml", "run-case", str(scratch / "input.json"),
+                                "--output", str(scratch / "result.json")], cwd=REPO, env=faults.env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # into its fit (its data is in the cache), then swept as by the next case's runner
+    wait_for(lambda: any((tmp_path / "cache").rglob("*.*")) or process.poll() is not None,
+             "the case's data", step=0.05)
+    time.sleep(0.5)
+    assert process.poll() is None, process.communicate()
+    shutil.rmtree(scratch)
+    _, err = process.communicate(timeout=300)
+    assert not scratch.exists(), (sorted(p.name for p in scratch.rglob("*")), err[-2000:])
+    assert process.returncode != 0
