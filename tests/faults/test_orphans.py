@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from accelml.results.store import ResultsStore
 from accelml.runner.process import CaseInput
 from accelml.spec.load import load_spec_text
 
@@ -62,6 +64,40 @@ def test_a_case_dies_within_half_a_second_of_its_client(faults, tmp_path):
     lived = time.monotonic() - killed_at
     client.communicate(timeout=60)
     assert lived < 0.5, f"the case process lived {lived:.2f} s after its client"
+    assert gone(faults.tag) == []
+
+
+STARTING_AT = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
+"""Moments of Python's start-up and accelml's first imports (seconds after the process starts)."""
+
+
+def test_ctrl_c_in_the_first_moments_is_never_an_accelml_traceback(faults, tmp_path):
+    """Before the first line of accelml runs, Python itself starts (its own imports, site,
+    runpy): a SIGINT there ends the process by the signal (exit status -2, shown as 130 by a
+    shell) or, once Python has its handler, with a KeyboardInterrupt of Python's start-up
+    that no package can catch. From accelml's first line on it is one line and exit 130
+    (there used to be tracebacks from accelml/__init__.py and __main__.py until 0.2 s)."""
+    spec = spec_with(tmp_path, cases=1)
+    ended = {"accelml": 0, "python": 0}
+    for delay in STARTING_AT * 3:
+        process = subprocess.Popen([sys.executable, "-m", "accelml", "compare", spec, "--results-dir",
+                                    str(faults.results), "--no-progress"], cwd=REPO, env=faults.env,
+                                   text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        if process.returncode == 130:
+            assert "Traceback" not in err, (delay, err)
+            assert err.strip().splitlines()[-1].endswith("interrupted"), (delay, err)
+            ended["accelml"] += 1
+        else:   # in Python's own start-up: no frame of accelml, and no run begun
+            assert process.returncode in (-signal.SIGINT, 1), (delay, process.returncode, err)
+            assert not re.search(r'File "[^"]*/accelml/', err), (delay, err)
+            assert "accelml: interrupted" not in err and "accelml compare" not in err, (delay, err)
+            ended["python"] += 1
+    assert ended["accelml"] >= 3, ended
+    assert not faults.results.exists() or not ResultsStore(faults.results).list_runs()
     assert gone(faults.tag) == []
 
 
