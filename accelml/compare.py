@@ -81,8 +81,9 @@ from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import LOGS_DIR, ResultsStore, array_digest
 from accelml.runner.determinism import deterministic_experiment
 from accelml.runner.environment import fingerprint
-from accelml.runner.interleave import GroupTask, execute_group
-from accelml.runner.process import CaseOutput, CaseTask, end_running_cases
+from accelml.runner.interleave import GroupTask
+from accelml.runner.process import CaseOutput, CaseTask, accept_cases, end_running_cases
+from accelml.runner.retry import execute_with_retries
 from accelml.spec.load import load_spec_text
 
 if TYPE_CHECKING:
@@ -239,19 +240,24 @@ def _lost(task: CaseTask, run_id: str, error: str, failure: str | None = None) -
                              error or "no result", threads=task.threads, attempts=task.attempt)
 
 
-def _attempts(task: CaseTask, outcome: CaseOutcome[GroupTask, tuple[CaseOutput, ...]]) -> int:
+def _attempts(task: CaseTask, outcome: CaseOutcome[GroupTask, tuple[CaseOutput, ...]],
+              result: CaseResult | None) -> int:
     """The attempts at a case so far: those of earlier runs, each re-run after a lost worker,
-    and the one that gave its result (none where it never started or only lost workers).
+    and those of its ``result`` (with each re-run after a kill, :mod:`accelml.runner.retry`);
+    at least one where it never started or only lost workers.
 
     >>> from accelml.cases import Case, DatasetSpec
     >>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("d", "generated"))
     >>> task = CaseTask(case, "r", attempt=2)
     >>> group = GroupTask((task,))
-    >>> _attempts(task, CaseOutcome(0, group, error="lost", lost_workers=3)), _attempts(task, CaseOutcome(0, group))
-    (4, 2)
+    >>> lost = CaseOutcome(0, group, error="lost", lost_workers=3)
+    >>> retried = CaseResult.failed(case, "r", FailureKind.ERROR, "x", attempts=3)
+    >>> _attempts(task, lost, None), _attempts(task, CaseOutcome(0, group, lost_workers=1), retried)
+    (4, 4)
     """
-    ran = 1 if outcome.result is not None else 0
-    return task.attempt - 1 + max(1, outcome.lost_workers + ran)
+    if result is None:
+        return task.attempt - 1 + max(1, outcome.lost_workers)
+    return result.attempts + outcome.lost_workers
 
 
 REFERENCE_DONE = ("its reference case had finished before this resumed run, so they could not "
@@ -444,20 +450,23 @@ def _run_locked(experiment: Experiment, store: ResultsStore, run_id: str,
                               threads=threads, environment=environment or None,
                               deterministic=plan.deterministic,
                               attempt=attempts_before.get(case.case_id, 0) + 1,
+                              retries=settings.retries,
                               logs_dir=str(store.directory / LOGS_DIR / run.run_id)))
     groups, notes = comparison_groups(tasks, experiment, finished_before)
+    accept_cases()   # after an earlier run of this process that was stopped
     try:
         with make_executor(settings, progress=progress) as executor:
             try:
-                for outcome in executor.map(execute_group, groups,
+                for outcome in executor.map(execute_with_retries, groups,
                                             needs=[group.needs for group in groups]):
                     for index, task in enumerate(outcome.item.tasks):
                         if outcome.result is not None:
                             result, arrays = outcome.result[index].result, outcome.result[index].arrays
+                            attempts = _attempts(task, outcome, result)
                         else:
                             result = _lost(task, run.run_id, outcome.error or "", outcome.failure)
-                            arrays = {}
-                        result = dataclasses.replace(result, attempts=_attempts(task, outcome))
+                            arrays, attempts = {}, _attempts(task, outcome, None)
+                        result = dataclasses.replace(result, attempts=attempts)
                         if task.case_id in notes and not result.measurement_note:
                             result = dataclasses.replace(result, measurement_note=notes[task.case_id])
                         store.add_case_result(result, arrays, replace_failed=retry_failed)

@@ -23,11 +23,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from accelml import __version__
+from accelml import __version__, interrupted_while_starting
 from accelml.errors import AccelmlError
 
 COMMAND_MODULES = {
@@ -124,6 +125,10 @@ SIGPIPE_EXIT = 128 + 13
 def command_line() -> int:
     """``python -m accelml``: :func:`main` on ``sys.argv``, ending quietly (exit
     :data:`SIGPIPE_EXIT`) when the reader of its output closes the pipe early."""
+    if signal.getsignal(signal.SIGINT) is interrupted_while_starting:
+        # loaded under accelml's start-up handler: a Ctrl-C from now on ends the command
+        # through its clean-up (KeyboardInterrupt)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         try:
             return main()

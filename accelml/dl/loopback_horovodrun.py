@@ -8,7 +8,9 @@ anyone could write into a running job's rendezvous. accelml starts ``horovodrun`
 host only (``-H localhost:N``), where the ranks reach it through loopback, so this wrapper
 makes Horovod's port finder bind 127.0.0.1 before running ``horovodrun`` as usual; the
 ranks' gloo sockets follow ``HOROVOD_GLOO_IFACE``, which horovodrun sets to the loopback
-interface for local hosts.
+interface for local hosts. A secret cannot guard the rendezvous instead: Horovod's
+``HOROVOD_SECRET_KEY`` signs its driver and task services only, and the ranks' HTTP client
+of the rendezvous sends no credential (see :func:`accelml.dl.strategies.horovod.listeners`).
 
 >>> server, port = loopback_port(lambda address: _Bound(address))
 >>> server.address[0], port > 0

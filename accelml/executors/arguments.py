@@ -81,7 +81,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--job-env", dest="environment", action="append", default=None,
                        metavar="NAME=VALUE", help="variable exported in each job (repeatable)")
     group.add_argument("--retries", type=non_negative_int, default=None, metavar="N",
-                       help="re-runs of a case whose worker was lost (default 2)")
+                       help="re-runs of a case whose worker was lost or whose process, rank or "
+                            "launcher was killed (default 2)")
     group.add_argument("--launcher", choices=LAUNCHERS, default=None,
                        help="how a multi-rank case starts its ranks in its SLURM job")
     group.add_argument("--no-tls", dest="tls", action="store_false", default=None,

@@ -574,7 +574,7 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
                                            deterministic=deterministic, measures_used=used)
                            for a, b in cross_strategy_pairs(ok))
     containers = list(dict.fromkeys(r.container for r in ok))
-    on_host = None if None in containers else containers[0]
+    on_host = None if None in containers or not containers else containers[0]
     cross_container = (comparisons("cross-container", ("container",),
                                    lambda r: r.container == on_host)
                        if len(containers) > 1 else ())

@@ -550,6 +550,7 @@ class CaseResult(JSONRecord):
     finished_at: str = ""
     wall_seconds: float | None = None             # client-side, process start to result
     attempts: int = 1
+    earlier_attempts: tuple[str, ...] = ()        # attempts killed and run again: "attempt 1: killed by ..."
     measurement: str = ISOLATED                   # interleaved | isolated (cases.MEASUREMENTS)
     turn_group: tuple[str, ...] = ()              # interleaved: the group's case ids in turn order, reference first
     measurement_note: str = ""                    # why a case of an interleaving run was measured isolated

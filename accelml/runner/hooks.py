@@ -98,7 +98,9 @@ def measure_keras(case: Case, context: MeasureContext) -> Measurements:
     """Train a keras case with :func:`accelml.dl.launch` (which starts its ranks, if any)."""
     config = TrainingConfig.from_dict(training_config_dict(case))
     if config.output_dir is None and (config.checkpoints or config.tensorboard or config.save_model):
-        config = config.replace(output_dir=str(Path(context.workdir) / "training"))
+        output_dir = Path(context.workdir) / "training"
+        output_dir.mkdir(exist_ok=True)   # in the scratch folder now, never that folder itself
+        config = config.replace(output_dir=str(output_dir))
     work_dir = None
     if context.logs_dir is not None:      # kept with the run in its store, named in reasons
         work_dir = str(Path(context.logs_dir) / f"{case.case_id}-{os.getpid()}")

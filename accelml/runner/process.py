@@ -96,6 +96,7 @@ class CaseTask:
     environment: dict[str, str] | None = None   # variables set in the case process (deterministic mode)
     deterministic: bool = False    # the case process seeds Python/NumPy first (determinism.apply)
     logs_dir: str | None = None    # where a case's launcher and rank logs are kept (the run's store)
+    retries: int = 0               # re-runs of the case when it is killed (accelml.runner.retry)
 
     # What an executor reads to place the case (CaseNeeds.of_case):
     @property
@@ -199,13 +200,17 @@ def _kill_group(process: subprocess.Popen[bytes], wait: bool = True) -> None:
 
 _RUNNING: dict[int, tuple[subprocess.Popen[bytes], Path]] = {}
 _RUNNING_LOCK = threading.Lock()
+_ENDING = threading.Event()
 
 
 def end_running_cases() -> int:
     """Kill every case process this process started and still runs (with what they started)
     and remove their scratch folders (and those of their launchers): the client's clean-up when it is interrupted
-    (Ctrl-C, SIGTERM) while cases run on dask threads beside it. Returns how many it ended."""
+    (Ctrl-C, SIGTERM) while cases run on dask threads beside it. Until :func:`accept_cases`,
+    a case process started meanwhile is killed at once, and no killed case is run again
+    (:func:`ending_cases`). Returns how many it ended."""
     with _RUNNING_LOCK:
+        _ENDING.set()
         running = list(_RUNNING.values())
     for process, _ in running:
         _kill_group(process, wait=False)
@@ -218,6 +223,17 @@ def end_running_cases() -> int:
     if running:   # the launchers' folders of the case processes just killed
         sweep(tempfile.gettempdir(), SCRATCH_PREFIXES)
     return len(running)
+
+
+def accept_cases() -> None:
+    """Case processes may start again (a run begins) after :func:`end_running_cases`."""
+    _ENDING.clear()
+
+
+def ending_cases() -> bool:
+    """Whether this process is ending its cases (:func:`end_running_cases`): a case killed
+    now was killed by the client's own clean-up, so it is not run again."""
+    return _ENDING.is_set()
 
 
 def _wait(process: subprocess.Popen[bytes]) -> int:
@@ -392,6 +408,9 @@ def run_case_process(task: CaseTask, turns: TurnControl | None = None) -> CaseOu
             )
             with _RUNNING_LOCK:
                 _RUNNING[process.pid] = (process, scratch)
+                ending = _ENDING.is_set()
+            if ending:   # started as the client ends its cases: it ends with them
+                _kill_group(process, wait=False)
             if turns is not None:
                 turns.attach(process, stacks_dir)
             peak_rss = 0

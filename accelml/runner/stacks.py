@@ -140,8 +140,15 @@ def workers_hung_at(stacks_dir: str | Path) -> str:
 
 def answer_stacks(stacks_dir: str) -> None:
     """Make this process write every thread's stack into ``stacks_dir/worker-<host>-<pid>.txt``
-    when it receives :data:`STACKS_SIGNAL`."""
-    os.makedirs(stacks_dir, exist_ok=True)
+    when it receives :data:`STACKS_SIGNAL`. The folder is made inside the case's scratch
+    folder, never the scratch folder itself: one that was swept (its runner is gone) stays
+    gone, and the worker answers nothing."""
+    try:
+        os.mkdir(stacks_dir)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        return
     name = f"worker-{socket.gethostname()}-{os.getpid()}.txt"
     handle = open(os.path.join(stacks_dir, name), "w")  # noqa: SIM115
     _answering.append(handle)       # open for the process's life: faulthandler writes to its fd

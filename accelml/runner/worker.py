@@ -276,7 +276,9 @@ def run_case(inputs: CaseInput) -> CaseDocument:
                 pools = tuple((f"{p['internal_api']}", int(p["num_threads"]))
                               for p in threadpool_info())
         refs = []
-        arrays_dir.mkdir(parents=True, exist_ok=True)
+        # inside the scratch folder its runner made, never that folder itself: a folder
+        # swept since (its runner was killed) is not made again (FileNotFoundError)
+        arrays_dir.mkdir(exist_ok=True)
         for name, array in measured.arrays:
             array = np.ascontiguousarray(array)
             digest = array_digest(array)

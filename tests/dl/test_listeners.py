@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 
@@ -22,6 +23,8 @@ import psutil
 import pytest
 
 from accelml.dl import TrainingConfig, launch
+from accelml.dl.common import free_ports
+from accelml.dl.strategies import torch_ddp
 
 SMALL = TrainingConfig(model="mlp", dataset="digits", batch_size=32, epochs=2,
                        learning_rate=0.05, seed=1, time_limit_s=240)
@@ -112,3 +115,56 @@ def test_multiworker_ranks_have_a_network_of_their_own():
     assert namespaces - {mine}, "no rank ran in a private network namespace"
     assert result.listeners.startswith("a private network namespace")
     assert result.listeners_authenticated and result.ranks_agree
+
+
+RANK_ON_THE_JOB_INTERFACE = """
+import sys, torch
+from accelml.dl import TrainingConfig
+from accelml.dl.strategies.torch_ddp import connect
+collectives = connect(TrainingConfig(strategy="torch-ddp", workers=2, time_limit_s=120))
+total = collectives.total(torch.ones(1))
+print("ready", float(total[0]), flush=True)
+sys.stdin.read()
+"""
+
+
+def job_interface() -> tuple[str, str] | None:
+    """(name, IPv4 address) of a non-loopback interface of this machine that is up."""
+    stats = psutil.net_if_stats()
+    for name, addresses in psutil.net_if_addrs().items():
+        for address in addresses:
+            if (address.family.name == "AF_INET" and not is_loopback(address.address)
+                    and name in stats and stats[name].isup):
+                return name, address.address
+    return None
+
+
+def address_note(where: str) -> bool:
+    return "MASTER_ADDR" in where and "unauthenticated" in where
+
+
+def test_torch_ddp_ranks_of_a_job_listen_on_its_interface_only():
+    """Under ``srun`` the ranks meet at MASTER_ADDR on the job's interface: rank 0's TCPStore
+    (which binds every interface by itself) and the gloo sockets listen on that address
+    only, unauthenticated as the record says (torch.distributed has no authentication)."""
+    found = job_interface()
+    if found is None:
+        pytest.skip("this machine has no non-loopback IPv4 interface")
+    name, address = found
+    tool = ss_tool()
+    port = str(free_ports(1)[0])
+    ranks = [subprocess.Popen(
+        [sys.executable, "-c", RANK_ON_THE_JOB_INTERFACE], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "MASTER_ADDR": address,
+             "MASTER_PORT": port, "GLOO_SOCKET_IFNAME": name}) for rank in range(2)]
+    try:
+        assert [rank.stdout.readline().split() for rank in ranks] == [["ready", "2.0"]] * 2
+        pids = {rank.pid for rank in ranks}
+        seen = sorted({where for where, pid in listening(tool) if pid in pids})
+    finally:
+        for rank in ranks:
+            rank.communicate("")
+    assert seen == [address], f"the ranks listen on {seen}, not on {address} only"
+    listener = torch_ddp.listeners("srun")
+    assert not listener.authenticated and address_note(listener.where), listener.where

@@ -123,7 +123,7 @@ def test_client_faults_lose_nothing_and_leave_nothing(faults, tmp_path):
 
 def test_case_process_faults_and_time_limits_are_recorded_then_retried(faults, tmp_path):
     spec = spec_with(tmp_path, cases=8, extra=SLOW_CASES)
-    client = faults.client(spec)
+    client = faults.client(spec, "--retries", "0")    # each kill kept (run again at once otherwise)
     plan = [signal.SIGKILL, signal.SIGTERM] * 3 + [signal.SIGKILL]
     killed: dict[int, signal.Signals] = {}
     seen: set[int] = set()

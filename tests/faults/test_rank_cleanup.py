@@ -76,7 +76,7 @@ def test_ranks_die_with_their_client(faults, tmp_path, signum):
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=lambda s: s.name)
 def test_ranks_die_with_their_killed_case_process(faults, tmp_path, signum):
-    client = start_with_ranks(faults, tmp_path)
+    client = start_with_ranks(faults, tmp_path, "--retries", "0")   # kept killed, not run again
     (case,) = case_processes(faults.tag)
     case.send_signal(signum)
     _, err = client.communicate(timeout=120)
@@ -144,7 +144,7 @@ def test_oversubscription_asked_for_passes_the_check_and_is_flagged(faults, tmp_
 
 
 def test_a_killed_rank_fails_its_case_and_takes_the_others_with_it(faults, tmp_path):
-    client = start_with_ranks(faults, tmp_path)
+    client = start_with_ranks(faults, tmp_path, "--retries", "0")
     ranks_of(faults.tag)[0].kill()
     _, err = client.communicate(timeout=300)
     assert client.returncode == 1, err

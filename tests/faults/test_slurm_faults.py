@@ -63,6 +63,7 @@ def test_lost_workers_are_survived_and_counted_as_attempts(slurm_faults, tmp_pat
     assert sum(r.attempts for r in results.values()) == 3 + 2     # two workers lost
     assert gone(faults.tag, timeout=60) == []
     assert list(faults.jobs_dir.iterdir()) == []
+    assert faults.scratch_left() == []     # the lost cases' folders swept, none made again
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=lambda s: s.name)

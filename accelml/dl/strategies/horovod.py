@@ -149,7 +149,14 @@ def horovod_deterministic_environment(threads: int | None) -> dict[str, str]:
 def listeners(launcher: str) -> Listener:
     """``horovodrun`` (one host): its rendezvous key-value server and the ranks' gloo sockets
     on 127.0.0.1 (:mod:`accelml.dl.loopback_horovodrun`); under ``mpirun``/``srun`` Horovod
-    starts no server of its own and the ranks meet through MPI."""
+    starts no server of its own and the ranks meet through MPI.
+
+    Horovod's shared secret (``HOROVOD_SECRET_KEY``, ``horovod.runner.common.util.secret``)
+    signs only the messages of horovodrun's driver and task services; its gloo rendezvous
+    server (``horovod.runner.http.http_server``) and the ranks' client of it (the C++
+    ``HTTPStore``: plain HTTP PUT and GET, nothing that carries a credential) take none
+    (Horovod 0.28). So accelml never spreads horovodrun over hosts (``-H localhost:N``,
+    loopback only); runs over several nodes go through ``srun`` or ``mpirun``."""
     if launcher == "horovodrun":
         return Listener("loopback only: horovodrun's rendezvous server and gloo on 127.0.0.1",
                         True)

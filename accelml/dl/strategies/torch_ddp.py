@@ -141,12 +141,13 @@ def rendezvous(config: TrainingConfig) -> dict[str, str]:
 
 def listeners(launcher: str) -> Listener:
     """Rank 0's TCPStore and every rank's gloo/NCCL sockets: on 127.0.0.1 when the ranks are
-    local processes; under ``srun`` on the job's interface, where torch.distributed can
-    authenticate no one."""
+    local processes; under ``srun`` on MASTER_ADDR's address (the job's interface) only,
+    never every interface (rank 0 hands TCPStore a socket bound to it), where
+    torch.distributed, which has no authentication, takes any host that reaches it."""
     if launcher == LOCAL_PROCESSES:
         return Listener("loopback only: TCPStore and gloo/NCCL on 127.0.0.1", True)
-    return Listener("TCPStore and gloo/NCCL on the job's interface, unauthenticated "
-                    "(torch.distributed has no authentication)", False)
+    return Listener("TCPStore and gloo/NCCL on MASTER_ADDR's address (the job's interface) "
+                    "only, unauthenticated: torch.distributed has no authentication", False)
 
 
 def probe_distributed() -> Availability:
