@@ -1,7 +1,7 @@
 """How one output array of a result compares with the same array of another result.
 
-This is what every agreement measure (:mod:`accelml.report.measures`) and the baseline check
-(:mod:`accelml.report.baseline`) build on:
+This is what every agreement measure (:mod:`accelml.agreement.measures`) and the baseline check
+(:mod:`accelml.agreement.baseline`) build on:
 
 * bitwise identity (dtype, shape and bytes);
 * label agreement: the fraction of equal labels; for clustering, after matching cluster ids

@@ -50,7 +50,7 @@ Two kinds of tolerance keys. A case's own answer, compared with the baseline's: 
 one score or array (``score.accuracy``, ``values.probabilities``, ``labels.predictions``) and
 then wins over the general key. The run's comparisons (cross-backend, -device, -scale: how
 far each case is from its reference case), compared with the baseline's: one key per
-measure that has a :class:`accelml.report.measure.Tolerance` (the built-ins and any third
+measure that has a :class:`accelml.agreement.point.Tolerance` (the built-ins and any third
 party's), ``{"atol": ..., "rtol": ...}`` for numbers (``|now - baseline| <= atol + rtol *
 |baseline|``), ``true`` for a yes/no measure whose yes must stay yes. Per-case and
 per-comparison tolerances win over the file's; cases (and comparisons of cases) whose
@@ -77,17 +77,17 @@ from typing import Any
 
 import numpy as np
 
-from accelml.convert import MAX_NESTING, nesting_too_deep
-from accelml.errors import AccelmlError, SpecError
-from accelml.expectations import run_to_run_expectation
-from accelml.report.arrays import (
+from accelml.agreement.arrays import (
     ArrayAgreement,
     compare_arrays,
     is_label_array,
     matched_values,
 )
-from accelml.report.measure import Bounds, Ideal, Measure, measures, output_task
-from accelml.report.repro import Agreement, agreement_matrix, case_label
+from accelml.agreement.matrix import Agreement, agreement_matrix, case_label
+from accelml.agreement.point import Bounds, Ideal, Measure, measures, output_task
+from accelml.convert import MAX_NESTING, nesting_too_deep
+from accelml.errors import AccelmlError, SpecError
+from accelml.expectations import run_to_run_expectation
 from accelml.results.records import CaseResult, Environment, FailureKind
 from accelml.results.store import ResultsStore, array_digest
 

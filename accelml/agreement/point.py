@@ -3,7 +3,7 @@
 A measure (bitwise identity, label agreement, max |Δ|, score Δ, ... or a third party's, say
 a Spearman correlation of the predicted probabilities) is one module that defines
 ``MEASURE = Measure(...)`` (or a tuple of them). The built-in ones live in
-:mod:`accelml.report.measures`; a third party registers theirs under the entry-point group
+:mod:`accelml.agreement.measures`; a third party registers theirs under the entry-point group
 ``accelml.measures``. Everything that shows or gates agreement loops over :data:`MEASURES`:
 the terminal table's agreement column (the comparison's *headline*), the agreement matrix
 (a column per measure), the HTML report (a column per measure, the heat map's cells) and the
@@ -12,7 +12,7 @@ baseline of ``check`` (each comparison's value of every measure with a :class:`T
 A measure sees two results as a :class:`Pair`: ``a`` (the reference) and ``b``, each an
 :class:`Outputs` (the stored record, its task, its arrays read on demand), and what every
 measure shares, computed once: each output array of ``b`` against ``a``'s
-(:class:`accelml.report.arrays.ArrayAgreement`) and each score both have
+(:class:`accelml.agreement.arrays.ArrayAgreement`) and each score both have
 (:class:`ScoreDifference`). ``compute(pair)`` returns :class:`Reading` values (one per
 array, score, ...; none when the measure does not apply); :class:`Aggregate` makes them one
 cell. ``compute_one(outputs)`` (optional) measures one result alone, for the run-to-run rows.
@@ -39,8 +39,8 @@ from enum import Enum
 import numpy as np
 from numpy.typing import NDArray
 
+from accelml.agreement.arrays import ArrayAgreement
 from accelml.plugins import ExtensionPoint
-from accelml.report.arrays import ArrayAgreement
 from accelml.results.records import CaseResult, DLMeasurements
 from accelml.results.store import ResultsStore
 
@@ -296,8 +296,8 @@ class Measure:
 
 
 MEASURES: ExtensionPoint[Measure] = ExtensionPoint(
-    "measure", "accelml.measures", "accelml.report.measures", "MEASURE", Measure)
-"""Built-in measures (modules of :mod:`accelml.report.measures`) and third parties' (entry points)."""
+    "measure", "accelml.measures", "accelml.agreement.measures", "MEASURE", Measure)
+"""Built-in measures (modules of :mod:`accelml.agreement.measures`) and third parties' (entry points)."""
 
 
 def measures() -> tuple[Measure, ...]:

@@ -10,14 +10,14 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-from accelml.report.measure import MEASURES
+from accelml.agreement.point import MEASURES
 
 REPO = Path(__file__).resolve().parents[2]
 
 SPEARMAN = """
 from scipy.stats import spearmanr
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
 
 
 def spearman(pair):

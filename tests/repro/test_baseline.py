@@ -12,9 +12,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from accelml.agreement.baseline import Baseline, Tolerances, check_run, make_baseline
 from accelml.cli import main
 from accelml.errors import SpecError
-from accelml.report.baseline import Baseline, Tolerances, check_run, make_baseline
 from accelml.results.store import ResultsStore
 
 from .records import add_result, new_run

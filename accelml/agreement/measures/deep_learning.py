@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 from accelml.results.records import DLMeasurements
 
 

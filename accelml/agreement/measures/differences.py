@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _field(name: str) -> Callable[[Pair], tuple[Reading, ...]]:
-    """The readings of one field of :class:`accelml.report.arrays.ArrayAgreement`."""
+    """The readings of one field of :class:`accelml.agreement.arrays.ArrayAgreement`."""
     def readings(pair: Pair) -> tuple[Reading, ...]:
         found = ((array.name, getattr(array, name)) for array in pair.arrays)
         return tuple(Reading(value, array) for array, value in found if value is not None)

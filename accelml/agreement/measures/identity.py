@@ -4,7 +4,7 @@ counted repeats identical?"""
 
 from __future__ import annotations
 
-from accelml.report.measure import (
+from accelml.agreement.point import (
     Aggregate,
     Ideal,
     Measure,

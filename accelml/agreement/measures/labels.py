@@ -3,7 +3,7 @@ clustering outputs; cluster ids matched one-to-one first), the worst array's in 
 
 from __future__ import annotations
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _between(pair: Pair) -> tuple[Reading, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _between(pair: Pair) -> tuple[Reading, ...]:
