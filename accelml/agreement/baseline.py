@@ -84,7 +84,7 @@ from accelml.agreement.arrays import (
     matched_values,
 )
 from accelml.agreement.matrix import Agreement, agreement_matrix, case_label
-from accelml.agreement.point import Bounds, Ideal, Measure, measures, output_task
+from accelml.agreement.point import MEASURES, Bounds, Ideal, Measure, measures, output_task
 from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.errors import AccelmlError, SpecError
 from accelml.expectations import run_to_run_expectation
@@ -961,6 +961,8 @@ def _check_comparisons(store: ResultsStore, run_id: str, baseline: Baseline,
     if absent:
         notes.append("measures of the baseline not installed here, so not checked: "
                      + ", ".join(absent))
+        notes.extend(f"measure plug-in {plugin.entry_point} failed to load: {plugin.reason}"
+                     for plugin in MEASURES.broken())
     return notes
 
 

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 SPEARMAN = """
 from scipy.stats import spearmanr
 
-from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
+# the import path of plug-ins written before accelml.agreement (accelml.agreement is the new one)
+from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
 
 
 def spearman(pair):
@@ -149,3 +150,15 @@ def test_a_third_party_measure_is_shown_and_gated(install_plugin, tmp_path):
     baseline.write_text(json.dumps(document))
     loosened = _accelml("check", "--run", run_id, "--baseline", str(baseline), *store)
     assert loosened.returncode == 0, loosened.stdout + loosened.stderr
+
+
+def test_a_broken_measure_plugin_is_listed_with_its_reason(install_plugin):
+    install_plugin("acme-measure", {"acme_measure.py": "raise ImportError('needs libkendall.so')\n"},
+                   {"accelml.measures": {"kendall": "acme_measure:MEASURE"}})
+    [broken] = MEASURES.broken()
+    assert broken.entry_point == "kendall = acme_measure:MEASURE"
+    out = _accelml("backends")
+    assert out.returncode == 0, out.stderr
+    assert "kendall" in out.stdout and "libkendall.so" in out.stdout
+    assert "accelml.measures" in out.stdout
+
