@@ -212,6 +212,20 @@ def _compare_array(name: str, a: Outputs, b: Outputs, task: str) -> ArrayAgreeme
     return compare_arrays(name, array_a, array_b, task=task)
 
 
+def pair_of(a: Outputs, b: Outputs) -> Pair:
+    """``b`` against ``a`` as every measure sees them: each output array of either (those of
+    ``a`` first) and each score both have. Arrays whose digests are equal are identical
+    without reading them."""
+    task = output_task(a.result)
+    names_a = [ref.name for ref in a.result.predictions]
+    names = names_a + [ref.name for ref in b.result.predictions if ref.name not in names_a]
+    arrays = tuple(_compare_array(name, a, b, task) for name in names)
+    scores_b = {score.name: score.value for score in b.result.scores}
+    scores = tuple(ScoreDifference(score.name, score.value, scores_b[score.name])
+                   for score in a.result.scores if score.name in scores_b)
+    return Pair(a, b, arrays, scores)
+
+
 def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore | None = None,
                     b: CaseResult | None = None, *, kind: str = "cross-run",
                     deterministic: bool = True,
@@ -224,16 +238,8 @@ def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore 
     """
     if b is None:
         raise TypeError("compare_results needs two results")
-    outputs_a = Outputs(a, store_a)
-    outputs_b = Outputs(b, store_a if store_b is None else store_b)
-    task = output_task(a)
-    names_a = [ref.name for ref in a.predictions]
-    names = names_a + [ref.name for ref in b.predictions if ref.name not in names_a]
-    arrays = tuple(_compare_array(name, outputs_a, outputs_b, task) for name in names)
-    scores_b = {score.name: score.value for score in b.scores}
-    scores = tuple(ScoreDifference(score.name, score.value, scores_b[score.name])
-                   for score in a.scores if score.name in scores_b)
-    pair = Pair(outputs_a, outputs_b, arrays, scores)
+    pair = pair_of(Outputs(a, store_a), Outputs(b, store_a if store_b is None else store_b))
+    arrays, scores = pair.arrays, pair.scores
     readings = tuple((measure, reading) for measure in (measures_used or measures())
                      if (reading := measure.between(pair)) is not None)
     notes = tuple(dict.fromkeys(note for measure in (measures_used or measures())

@@ -35,6 +35,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,7 +44,6 @@ from numpy.typing import NDArray
 from accelml.agreement.arrays import ArrayAgreement
 from accelml.plugins import ExtensionPoint
 from accelml.results.records import CaseResult, DLMeasurements
-from accelml.results.store import ResultsStore
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class Reading:
 
     value: float | bool
     of: str = ""
+    scale: float = field(default=0.0, repr=False)
+    """The magnitude a relative tolerance refers to (``rtol * scale``): |a| of a score or
+    loss, the largest |a| of an array, 1 for a fraction or a relative difference."""
 
     def __post_init__(self) -> None:
         value = self.value
@@ -114,7 +118,8 @@ class Aggregate(Enum):
         if self is Aggregate.WORST:
             return max(readings, key=lambda reading: ideal.distance(reading.value))
         mean = sum(float(reading.value) for reading in readings) / len(readings)
-        return Reading(mean, ", ".join(reading.of for reading in readings))
+        return Reading(mean, ", ".join(reading.of for reading in readings),
+                       sum(reading.scale for reading in readings) / len(readings))
 
 
 @dataclass(frozen=True)
@@ -130,18 +135,33 @@ class Bounds:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """How ``check`` gates a measure: ``key`` names it in a baseline's tolerance table.
+    """How ``check`` gates a measure: ``key`` names it in a baseline's tolerance tables.
 
-    A baseline keeps the value of the measure for each comparison of its run (cross-backend,
-    -device, -scale); ``check`` calls it drift when the value moved beyond :class:`Bounds`
-    (numbers) or, for a yes/no measure gated with ``True``, when a yes became a no.
-    ``default`` applies where both compared cases repeat bitwise, ``loose`` where either
-    does not (it is written into that comparison's entry, for review).
+    ``check`` runs two kinds of pair through the measure. A case of the run against its own
+    entry in the baseline: drift when the reading is further from the ideal than
+    ``atol + rtol * reading.scale`` (:class:`Bounds`) or, for a yes/no measure gated with
+    ``True``, when it is not yes. And each comparison of the run (cross-backend, -device,
+    -scale) against the value the baseline kept for it: drift when the value moved beyond
+    ``atol + rtol * |kept|``, or a yes became a no. ``default`` applies where the cases repeat
+    bitwise, ``loose`` where one does not (written into the baseline, for review);
+    ``answer`` is a case's own default where it differs from a comparison's (bitwise identity
+    is not demanded of a case against its baseline: round-off may move across machines).
+    ``legacy`` is the key version-2 baselines used for a case's own answer (still read).
+    ``answers=False``: the measure gates comparisons only (a mean or relative difference,
+    where the largest absolute one already gates a case's answer).
     """
 
     key: str
     default: Bounds | bool
     loose: Bounds | bool
+    answer: Bounds | bool | None = None
+    legacy: str = ""
+    answers: bool = True
+
+    @property
+    def answer_default(self) -> Bounds | bool:
+        """A case's own default bound against its baseline entry."""
+        return self.default if self.answer is None else self.answer
 
 
 @dataclass(frozen=True)
@@ -175,12 +195,22 @@ def output_task(result: CaseResult) -> str:
     return "" if result.dataset_info is None else result.dataset_info.task
 
 
+class ArraySource(Protocol):
+    """Where a result's arrays are read by digest: a :class:`~accelml.results.store.ResultsStore`, or a baseline file
+    (its inline values, else the store being checked); None when it cannot be read."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    def read_array(self, digest: str) -> NDArray[np.generic] | None: ...
+
+
 @dataclass(frozen=True)
 class Outputs:
     """One stored result as a measure sees it: the record, its task, its arrays on demand."""
 
     result: CaseResult
-    store: ResultsStore = field(repr=False, compare=False)
+    store: ArraySource = field(repr=False, compare=False)
 
     @property
     def task(self) -> str:

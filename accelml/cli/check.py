@@ -36,12 +36,8 @@ import json
 import sys
 from pathlib import Path
 
-from accelml.agreement.baseline import (
-    DEFAULT_INLINE_LIMIT,
-    Baseline,
-    check_run,
-    make_baseline,
-)
+from accelml.agreement.baseline import DEFAULT_INLINE_LIMIT, Baseline, make_baseline
+from accelml.agreement.check import check_run
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available, progress_line
 from accelml.cli.output import ensure_writable, write_or_fail

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from accelml.agreement.baseline import Baseline, check_run, make_baseline
+from accelml.agreement.baseline import Baseline, make_baseline
+from accelml.agreement.check import check_run
 from accelml.agreement.matrix import agreement_matrix
 from accelml.cli import main
 from accelml.compare import default_threads, new_run_id, run_experiment

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accelml.agreement.baseline import Baseline, check_run
+from accelml.agreement.baseline import Baseline
+from accelml.agreement.check import check_run
 from accelml.agreement.matrix import agreement_matrix
 from accelml.errors import StoreError
 from accelml.report import load_report

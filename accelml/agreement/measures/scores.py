@@ -6,7 +6,7 @@ from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Rea
 
 
 def _between(pair: Pair) -> tuple[Reading, ...]:
-    return tuple(Reading(score.difference, score.name) for score in pair.scores)
+    return tuple(Reading(score.difference, score.name, abs(score.a)) for score in pair.scores)
 
 
 def score_text(reading: Reading) -> str:
@@ -23,5 +23,5 @@ MEASURE = Measure(
     description="difference of the primary score, this case minus the reference",
     ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_between,
     tolerance=Tolerance("score_difference", default=Bounds(atol=1e-9, rtol=1e-6),
-                        loose=Bounds(atol=1e-6, rtol=1e-3)),
+                        loose=Bounds(atol=1e-6, rtol=1e-3), legacy="score"),
     text=score_text, order=40)
