@@ -12,8 +12,8 @@ An :class:`Expectation` says whether two results should be bitwise identical, an
 >>> policy.fixed
 True
 >>> case = Case("kmeans", "sklearn", "cpu", DatasetSpec("blobs", "generated"))
->>> len(case.case_id), case.is_deep_learning
-(16, False)
+>>> len(case.case_id)
+16
 """
 
 from __future__ import annotations
@@ -220,11 +220,6 @@ class Case(JSONRecord):
     def oversubscribe(self) -> bool:
         """Whether the spec allows more ranks than cores (:data:`OVERSUBSCRIBE`)."""
         return self.params_dict.get(OVERSUBSCRIBE) is True
-
-    @property
-    def is_deep_learning(self) -> bool:
-        """A deep-learning case: one that has a distribution strategy."""
-        return self.strategy is not None
 
     @property
     def label(self) -> str:

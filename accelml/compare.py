@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from accelml.agreement.matrix import agreement_matrix
 from accelml.cases import INTERLEAVED, Experiment
 from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.errors import AccelmlError, SpecError
@@ -64,9 +65,9 @@ from accelml.report.frame import (
     sample_records,
 )
 from accelml.report.layout import html_table
+from accelml.report.matrix_table import ShownMatrix
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
-from accelml.report.repro import AgreementMatrix, agreement_matrix
 from accelml.report.speed import PHASES, main_phase, reference_cases, speedups
 from accelml.report.table import (
     Agreement,
@@ -599,15 +600,15 @@ class Comparison:
 
     def agreement_matrix(self, reference: str | None = None, *,
                          against: Comparison | tuple[ResultsStore, str] | None = None
-                         ) -> AgreementMatrix:
-        """The run's :class:`accelml.report.repro.AgreementMatrix` (``.format()``,
+                         ) -> ShownMatrix:
+        """The run's :class:`accelml.agreement.matrix.AgreementMatrix` (``.format()``,
         ``.rows()``, ``.to_dict()``); ``against`` (another Comparison, or ``(store,
         run_id)``) adds the cross-run comparison, case by case id."""
         if isinstance(against, Comparison):
             against = (against.store, against.run_id)
-        return agreement_matrix(self.store, self.run_id, self._reference(reference) if self.results
-                                else reference, against=against,
-                                deterministic=self.run.deterministic)
+        return ShownMatrix.of(agreement_matrix(
+            self.store, self.run_id, self._reference(reference) if self.results else reference,
+            against=against, deterministic=self.run.deterministic))
 
     def report(self, **options: Any) -> RunReport:
         """The full report of this run (:func:`accelml.report.render.report`): ``html=``,

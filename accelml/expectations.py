@@ -1,7 +1,7 @@
 """Should two results be bitwise identical, and why (not)? One answer for every pair.
 
 :func:`run_to_run_expectation` answers for two runs of one case, :func:`pair_expectation`
-for any two results. The agreement matrix (:mod:`accelml.report.repro`) prints the answer
+for any two results. The agreement matrix (:mod:`accelml.agreement.matrix`) prints the answer
 beside every measure, so a reader can tell a bug (identity expected, not found) from a
 property of the backends; the runner's deterministic mode (:mod:`accelml.runner.determinism`)
 is what makes identity possible.

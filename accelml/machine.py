@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from accelml.agreement.point import MEASURES
 from accelml.containers import RUNTIMES
 from accelml.dl.strategies import STRATEGIES_POINT, Strategy, strategy_availability
 from accelml.estimators import BACKENDS, Backend, backend_availability
+from accelml.executors.config import SCHEDULERS
 from accelml.plugins import BrokenPlugin
 from accelml.probe import (
     Availability,
@@ -53,6 +55,15 @@ def _broken(plugin: BrokenPlugin) -> Availability:
                         f"{plugin.reason}", "broken third-party plug-in")
 
 
+def broken_plugins(*, strategies: bool = True) -> list[Availability]:
+    """A row for each third party's entry point that failed to load, of every extension
+    point (backends, strategies, schedulers, container runtimes, measures), with the reason.
+    ``strategies=False`` leaves out the strategies' (their own rows already list them)."""
+    points = (BACKENDS, *((STRATEGIES_POINT,) if strategies else ()), SCHEDULERS, RUNTIMES,
+              MEASURES)
+    return [_broken(plugin) for point in points for plugin in point.broken()]
+
+
 def probe_all() -> list[Availability]:
     """Every backend and device, Keras's engines and each strategy, the tools, then broken plug-ins."""
     return [
@@ -60,7 +71,7 @@ def probe_all() -> list[Availability]:
         *strategy_availability(),
         *(replace(probe(), summary=summary) for probe, summary in _TOOLS),
         *(runtime.probe() for runtime in RUNTIMES.records()),
-        *(_broken(plugin) for plugin in (*BACKENDS.broken(), *RUNTIMES.broken())),
+        *broken_plugins(strategies=False),
     ]
 
 
@@ -120,5 +131,5 @@ def list_installed() -> list[Availability]:
         *(_strategy_row(record) for record in STRATEGIES_POINT.records()),
         *(replace(probe(), summary=summary) for probe, summary in _TOOLS),
         *(runtime.probe() for runtime in RUNTIMES.records()),
-        *(_broken(plugin) for plugin in (*BACKENDS.broken(), *RUNTIMES.broken())),
+        *broken_plugins(),
     ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from accelml.report.repro import case_label
+from accelml.agreement.matrix import case_label
 from accelml.report.table import outcome_word
 from accelml.results.records import CaseResult, FailureKind
 

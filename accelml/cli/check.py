@@ -36,6 +36,8 @@ import json
 import sys
 from pathlib import Path
 
+from accelml.agreement.baseline import DEFAULT_INLINE_LIMIT, Baseline, make_baseline
+from accelml.agreement.check import check_run
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available, progress_line
 from accelml.cli.output import ensure_writable, write_or_fail
@@ -43,12 +45,6 @@ from accelml.compare import run_experiment
 from accelml.errors import SpecError
 from accelml.executors.arguments import non_negative_int, positive_int
 from accelml.executors.config import ClusterSettings
-from accelml.report.baseline import (
-    DEFAULT_INLINE_LIMIT,
-    Baseline,
-    check_run,
-    make_baseline,
-)
 from accelml.report.runs import resolve_run
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore

@@ -14,7 +14,7 @@ SIGINT, SIGTERM and SIGHUP stop the run as Ctrl-C does: it is marked interrupted
 cases running here end with their launchers and ranks, and it exits 128 + the signal.
 Another accelml run active on this machine is warned about (the timings share its cores).
 
-After the table comes the agreement matrix (:func:`accelml.report.repro.agreement_matrix`):
+After the table comes the agreement matrix (:func:`accelml.agreement.matrix.agreement_matrix`):
 run-to-run identity of each case's repeats, and agreement across backends, devices and
 worker counts, each with whether bitwise identity was expected and why; with ``--json`` it
 is the document's ``agreement_matrix`` key. ``--deterministic`` (or ``deterministic = true``
@@ -37,6 +37,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from accelml.agreement.matrix import case_label
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available, progress_line, split_unavailable
 from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
@@ -55,7 +56,6 @@ from accelml.executors.arguments import (
     settings_from_args,
 )
 from accelml.report.crossover import crossovers
-from accelml.report.repro import case_label
 from accelml.report.table import fit_table, json_clean, legend, row_styles, to_json
 from accelml.report.terminal import crossover_text
 from accelml.results.records import CaseResult, RunRecord

@@ -6,8 +6,9 @@ from ``xgboost.train`` once the booster exists) and in ``after_training`` (the l
 done), and leaves the seconds between in a booster attribute. A fit through ``xgboost.dask``
 runs the callback on every worker (pickled there) and returns a worker's booster, so the
 reading comes back with the model; :func:`read` takes it off again, so the user's model keeps
-no trace of the clock. The rounds are the booster's own count (``num_boosted_rounds``: early
-stopping can end the training before ``n_estimators``).
+no trace of the clock. The rounds are :func:`accelml.estimators.xgboost.boosted_rounds`, the
+one owner of "XGBoost's rounds" (the table's iterations read it too): the booster's own count,
+as early stopping can end the training before ``n_estimators``.
 
 This module imports xgboost at import time; :mod:`accelml.estimators.xgboost` imports it only
 when a fit asks for the clock.
@@ -26,6 +27,8 @@ import time
 from typing import Any
 
 from xgboost.callback import TrainingCallback
+
+from accelml.estimators.xgboost import boosted_rounds
 
 SECONDS_ATTRIBUTE = "accelml_rounds_seconds"
 """The booster attribute that carries the seconds of the rounds from the training to :func:`read`."""
@@ -55,4 +58,4 @@ def read(fitted: Any) -> tuple[int, float] | None:
     if seconds is None:
         return None
     booster.set_attr(**{SECONDS_ATTRIBUTE: None})
-    return int(booster.num_boosted_rounds()), float(seconds)
+    return boosted_rounds(fitted), float(seconds)

@@ -2,15 +2,15 @@
 
 Layers, each importing only those below it:
 
-- :mod:`~accelml.report.arrays`: how one output array compares with another's;
-  :mod:`~accelml.report.measure`: the measure extension point (:class:`Measure`), with the
-  built-in measures in :mod:`accelml.report.measures`, one module per family.
-- :mod:`~accelml.report.repro`: comparisons of two results and the agreement matrix of a run
+- :mod:`~accelml.agreement.arrays`: how one output array compares with another's;
+  :mod:`~accelml.agreement.point`: the measure extension point (:class:`Measure`), with the
+  built-in measures in :mod:`accelml.agreement.measures`, one module per family.
+- :mod:`~accelml.agreement.matrix`: comparisons of two results and the agreement matrix of a run
   (run-to-run, cross-backend, -device, -scale), every registered measure computed there.
 - :mod:`~accelml.report.speed`: speedup against a reference backend, scaling over workers;
   :mod:`~accelml.report.table`: the comparison table (terminal text and JSON), whose agreement
   column is repro's headline measure.
-- :mod:`~accelml.report.baseline`: reproducibility baselines and ``check``.
+- :mod:`~accelml.agreement.baseline`: reproducibility baselines and ``check``.
 - the full report: :mod:`~accelml.report.runs` (which run), :mod:`~accelml.report.environment`,
   :mod:`~accelml.report.labels`, :mod:`~accelml.report.compare_runs` (run vs run),
   :mod:`~accelml.report.export` (CSV/JSON), :mod:`~accelml.report.figures` (drawn by
@@ -27,7 +27,7 @@ True
 
 from __future__ import annotations
 
-from accelml.report.measure import MEASURES, Measure
+from accelml.agreement.point import MEASURES, Measure
 from accelml.report.render import load_report, report
 from accelml.report.report_model import RunReport
 

@@ -4,7 +4,7 @@
 * :func:`scaling_charts`: one chart per model and data set, a series per backend/device/strategy
   over workers (epoch time, throughput, speedup and efficiency against 1 worker);
 * :func:`agreement_heatmap`: the agreement matrix, a row per case and a column per kind of
-  comparison; each cell is the comparison's headline measure (:mod:`accelml.report.measure`);
+  comparison; each cell is the comparison's headline measure (:mod:`accelml.agreement.point`);
 * :func:`ratio_chart`: one run against another, the time ratio of each case.
 
 :func:`report_figures` lists them in page order, each with a file-safe name, not yet drawn.
@@ -24,12 +24,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from accelml.agreement.matrix import Agreement, AgreementMatrix, RunToRun
 from accelml.cases import canonical_json
 from accelml.errors import AccelmlError
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
 from accelml.report.labels import params_text, varying_params
-from accelml.report.repro import Agreement, AgreementMatrix, RunToRun
 from accelml.report.speed import PHASES, speedups
 from accelml.results.records import CaseResult, RunRecord
 

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelml import __version__
+from accelml.agreement.matrix import AgreementMatrix, CaseRef
 from accelml.report import plots
 from accelml.report.environment import environment_fields
 from accelml.report.labels import case_label, params_text, varying_params
 from accelml.report.report_model import RunReport
-from accelml.report.repro import AgreementMatrix, CaseRef
 from accelml.report.speed import PHASES, worker_unit
 from accelml.report.table import Row, TimingCell, phase_speedup_text, ranks_text
 from accelml.report.terminal import crossover_lines

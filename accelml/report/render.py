@@ -3,7 +3,7 @@
 Everything is read from the results store (:mod:`accelml.results.store`); nothing is
 re-measured. The table is the one ``compare`` prints (:mod:`accelml.report.table`), the
 speedups are :mod:`accelml.report.speed`'s and the agreement matrix is
-:mod:`accelml.report.repro`'s; a report adds on top (:class:`accelml.report.report_model.RunReport`):
+:mod:`accelml.agreement.matrix`'s; a report adds on top (:class:`accelml.report.report_model.RunReport`):
 
 * the geometric-mean speedup of each backend and device against the reference, per phase;
 * the failed cases (how many, which, why) and planned cases without a result;

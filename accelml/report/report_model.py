@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelml.agreement.matrix import ENGINE_PARAMS, AgreementMatrix, agreement_matrix, cross_strategy_pairs
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
 from accelml.report.crossover import Crossover, crossovers
@@ -26,7 +27,7 @@ from accelml.report.figures import (
     write_plots,
 )
 from accelml.report.labels import case_label, params_text, varying_params
-from accelml.report.repro import ENGINE_PARAMS, AgreementMatrix, agreement_matrix, cross_strategy_pairs
+from accelml.report.matrix_table import format_matrix
 from accelml.report.speed import EngineComparison, GeometricMeanSpeedup, engine_comparisons
 from accelml.report.table import Row, json_clean, render_text
 from accelml.report.terminal import against_text, crossover_text, engines_text, scaling_text, speedup_text
@@ -138,7 +139,7 @@ class RunReport:
     # -- agreement -------------------------------------------------------------------------
 
     def agreement(self) -> AgreementMatrix:
-        """The run's agreement matrix (:func:`accelml.report.repro.agreement_matrix`)."""
+        """The run's agreement matrix (:func:`accelml.agreement.matrix.agreement_matrix`)."""
         against = None
         if self.against is not None and self.against_store is not None:
             against = (self.against_store, self.against.other.run_id)
@@ -218,7 +219,7 @@ class RunReport:
                          f"{self.run.run_id}")
         section = self.agreement_section()
         if section.matrix is not None:
-            parts.append("agreement:\n" + section.matrix.format(width))
+            parts.append("agreement:\n" + format_matrix(section.matrix, width))
         elif section.error is not None:
             parts.append(f"agreement: could not be computed: {section.error}")
         for environment, _ in self.environments:

@@ -502,7 +502,7 @@ def engine_comparisons(pairs: Iterable[tuple[CaseResult, CaseResult]],
                        ) -> tuple[EngineComparison, ...]:
     """Per-worker images/s of each ``(reference, case)`` pair of deep-learning cases of two
     strategies (the agreement's cross-strategy pairs,
-    :func:`accelml.report.repro.cross_strategy_pairs`), with the engines' ratio taken from
+    :func:`accelml.agreement.matrix.cross_strategy_pairs`), with the engines' ratio taken from
     the pair's 1-worker cases (the same two strategies, model, data and parameters).
     ``label`` names a pair by its case (default: "model on dataset")."""
     found = []

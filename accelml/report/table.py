@@ -14,11 +14,11 @@ a ``noisy`` flag when the median's interval stayed wider than the case's target,
 The columns after the timings are data (:data:`RESULT_COLUMNS`: heading, cell text,
 whether shown), so a layout can place, drop or reorder them without knowing what they say.
 
-Agreement: the headline of :func:`accelml.report.repro.compare_results` between the case and
+Agreement: the headline of :func:`accelml.agreement.matrix.compare_results` between the case and
 its reference case, so the table and the agreement matrix never disagree: label agreement
 (cluster ids matched one-to-one first) where the outputs are labels, else the largest
 absolute difference (cluster centres and PCA outputs matched first), else the final
-accuracy difference of deep-learning cases (:mod:`accelml.report.measures`). Only cases on
+accuracy difference of deep-learning cases (:mod:`accelml.agreement.measures`). Only cases on
 the same data are compared. An N-worker case shown with its scaling (speed-up over its own
 1-worker case, rather than over the reference backend) is compared with that 1-worker case.
 
@@ -36,11 +36,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from accelml.agreement.matrix import compare_results
+from accelml.agreement.point import Measure, measures
 from accelml.cases import INTERLEAVED, ISOLATED, OVERSUBSCRIBE
 from accelml.report.layout import Column, Form, Layout, fit, render, wrap_lines
 from accelml.report.layout import rich_table as layout_table
-from accelml.report.measure import Measure, measures
-from accelml.report.repro import compare_results
 from accelml.report.speed import (
     Iterations,
     Optimum,

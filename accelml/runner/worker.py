@@ -39,6 +39,7 @@ from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, ProcessKilled, UnavailableError
 from accelml.estimators import Estimator, get_backend, task_of
+from accelml.expectations import is_deep_learning
 from accelml.results.records import (
     ArrayRef,
     CaseResult,
@@ -285,7 +286,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             (arrays_dir / f"{digest}.npy").write_bytes(array_to_npy_bytes(array))
             refs.append(ArrayRef(name, digest, str(array.dtype), tuple(array.shape)))
             stored.append(digest)
-        task = measured.task or ("classification" if case.is_deep_learning else "")
+        task = measured.task or ("classification" if is_deep_learning(case) else "")
         result = CaseResult(
             run_id=inputs.run_id, case_id=case.case_id, algorithm=case.algorithm,
             backend=case.backend, device=case.device, dataset=case.dataset.name,

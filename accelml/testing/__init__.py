@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from accelml.agreement.arrays import compare_arrays, value_differences
 from accelml.cases import Case
-from accelml.report.arrays import compare_arrays, value_differences
 from accelml.results.records import CaseResult
 from accelml.runner.process import CaseInput
 from accelml.runner.worker import run_case

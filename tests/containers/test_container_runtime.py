@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from accelml.report.repro import agreement_matrix
+from accelml.agreement.matrix import agreement_matrix
 from accelml.results import FailureKind, ResultsStore
 
 REPO = Path(__file__).resolve().parents[2]

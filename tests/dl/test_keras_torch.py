@@ -167,7 +167,7 @@ learning_rate = 0.05
 
 @pytest.mark.slow
 def test_compare_runs_both_strategies_on_one_and_two_workers(horovod_torch_ready, tmp_path):
-    from accelml.report.repro import agreement_matrix
+    from accelml.agreement.matrix import agreement_matrix
     from accelml.results.store import ResultsStore
 
     spec = tmp_path / "torch.toml"

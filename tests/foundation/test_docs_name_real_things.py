@@ -19,9 +19,10 @@ from accelml.cli import COMMAND_MODULES
 REPO = Path(__file__).resolve().parents[2]
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".yml", ".yaml", ".html", ".cfg", ".conf",
                  ".txt", ".j2", ".sbatch", ".pbs"}
-LEFT_OUT = (REPO / "benchmarks" / "gpu" / "results", REPO / "tests")
-"""Saved outputs of past runs (they quote the files of the run that wrote them), and the
-tests (which name made-up plug-ins and modules on purpose)."""
+LEFT_OUT = (REPO / "benchmarks" / "gpu" / "results", REPO / "tests", REPO / "test-artifacts")
+"""Saved outputs of past runs (they quote the files of the run that wrote them), the tests
+(which name made-up plug-ins and modules on purpose) and what the tests leave for review
+(test-artifacts/: reports of made-up runs, e.g. spec experiments/dl_scaling.toml)."""
 PLACEHOLDERS = {"experiments/my_spec.toml", "experiments/x.toml"}
 """Paths that stand for the user's own file in an example."""
 

@@ -18,9 +18,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("accelml.probe", "accelml.results", "accelml.containers"),
     ("accelml.datasets", "accelml.dl"),
     ("accelml.estimators", "accelml.executors"),
-    ("accelml.expectations", "accelml.machine"),
+    ("accelml.expectations",),
     ("accelml.spec", "accelml.runner"),
-    ("accelml.report",),
+    ("accelml.agreement",),
+    ("accelml.report", "accelml.machine"),
     ("accelml.compare", "accelml.testing"),
     ("accelml.cli", "accelml.__main__"),
 )

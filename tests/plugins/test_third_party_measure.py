@@ -10,13 +10,21 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-from accelml.report.measure import MEASURES
+import numpy as np
+import pytest
+
+from accelml.agreement.baseline import Baseline, make_baseline
+from accelml.agreement.check import check_run
+from accelml.agreement.point import MEASURES
+from accelml.results.records import ArrayRef, CaseResult, RunRecord
+from accelml.results.store import ResultsStore, array_digest, array_to_npy_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 
 SPEARMAN = """
 from scipy.stats import spearmanr
 
+# the import path of plug-ins written before accelml.agreement (accelml.agreement is the new one)
 from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
 
 
@@ -102,7 +110,8 @@ def test_a_third_party_measure_is_shown_and_gated(install_plugin, tmp_path):
                     "--cache-dir", str(tmp_path / "cache"))
     assert made.returncode == 0, made.stderr
     document = json.loads(baseline.read_text())
-    assert document["tolerances"]["spearman"] == {"atol": 1e-9, "rtol": 0.0}
+    assert document["tolerances"]["comparisons"]["spearman"] == {"atol": 1e-9, "rtol": 0.0}
+    assert document["tolerances"]["cases"]["spearman"] == {"atol": 1e-9, "rtol": 0.0}
     (comparison,) = document["comparisons"]
     assert comparison["kind"] == "cross-backend"
     spearman = comparison["measures"]["spearman"]
@@ -145,7 +154,48 @@ def test_a_third_party_measure_is_shown_and_gated(install_plugin, tmp_path):
     as_json = _accelml("check", "--run", run_id, "--baseline", str(baseline), *store, "--json")
     assert [drift["metric"] for drift in json.loads(as_json.stdout)["drifts"]] == [
         "cross-backend.spearman"]
-    document["tolerances"]["spearman"] = {"atol": 1.0}
+    document["tolerances"]["comparisons"]["spearman"] = {"atol": 1.0}
     baseline.write_text(json.dumps(document))
     loosened = _accelml("check", "--run", run_id, "--baseline", str(baseline), *store)
     assert loosened.returncode == 0, loosened.stdout + loosened.stderr
+
+
+def test_a_third_party_measure_gates_each_case_against_its_baseline_entry(install_plugin, tmp_path):
+    """The same plug-in, nothing else: ``check`` runs a case against its baseline entry
+    through it too (a reordering the loosened absolute differences let pass)."""
+    install_plugin("acme-spearman", {"acme_spearman.py": SPEARMAN},
+                   {"accelml.measures": {"spearman": "acme_spearman:MEASURE"}})
+    store = ResultsStore(tmp_path / "results")
+
+    def run(probabilities: np.ndarray) -> str:
+        run_id = f"run-{len(store.list_runs())}"
+        store.create_run(RunRecord(run_id=run_id, spec_name="s", spec_hash="0" * 64, spec_text="",
+                                   reference_backend="sklearn", created_at=f"2026-01-01T00:0{len(run_id)}"))
+        digest = array_digest(probabilities)
+        store.add_case_result(CaseResult(
+            run_id, "c1", "ridge", "sklearn", "cpu", "data", "ok", task="regression",
+            predictions=(ArrayRef("probabilities", digest, "float64", probabilities.shape),)),
+            {digest: array_to_npy_bytes(probabilities)})
+        return run_id
+
+    values = np.linspace(0.0, 1.0, 50)
+    baseline = make_baseline(store, run(values))
+    assert baseline.tolerances.to_dict()["spearman"] == {"atol": 1e-9, "rtol": 0.0}
+    assert check_run(store, run(values.copy()), baseline).ok
+    document = baseline.to_dict()
+    document["tolerances"]["cases"]["max_abs_diff"] = {"atol": 1.0}    # values may move...
+    reordered = check_run(store, run(values[::-1].copy()), Baseline.from_dict(document))
+    assert [drift.metric for drift in reordered.drifts] == ["probabilities.spearman"]  # ...not their order
+    assert reordered.drifts[0].current == pytest.approx(-1.0)
+
+
+def test_a_broken_measure_plugin_is_listed_with_its_reason(install_plugin):
+    install_plugin("acme-measure", {"acme_measure.py": "raise ImportError('needs libkendall.so')\n"},
+                   {"accelml.measures": {"kendall": "acme_measure:MEASURE"}})
+    [broken] = MEASURES.broken()
+    assert broken.entry_point == "kendall = acme_measure:MEASURE"
+    out = _accelml("backends")
+    assert out.returncode == 0, out.stderr
+    assert "kendall" in out.stdout and "libkendall.so" in out.stdout
+    assert "accelml.measures" in out.stdout
+

@@ -107,9 +107,10 @@ def test_matrix_rows_that_differ_only_by_dataset_or_parameters_stay_distinct():
     in every row, what all rows share goes under the table, at 80 columns as at 200. At 80
     a row stays one line (its case text shortened, the legend gives it whole; issue 33: it
     wrapped to 3-5 lines) and keeps the bitwise column."""
+    from accelml.agreement.matrix import MatrixRow, case_ref
+    from accelml.agreement.point import measures
     from accelml.cases import Expectation
-    from accelml.report.measure import measures
-    from accelml.report.repro import MatrixRow, case_ref, format_rows
+    from accelml.report.matrix_table import format_rows
 
     def case(backend, dataset, clusters):
         return CaseResult("r", f"{backend}{dataset}{clusters}", "kmeans", backend, "cpu",

@@ -12,9 +12,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from accelml.agreement.baseline import Baseline, Tolerances, make_baseline
+from accelml.agreement.check import check_run
+from accelml.agreement.point import Bounds, measures
 from accelml.cli import main
 from accelml.errors import SpecError
-from accelml.report.baseline import Baseline, Tolerances, check_run, make_baseline
 from accelml.results.store import ResultsStore
 
 from .records import add_result, new_run
@@ -86,7 +88,7 @@ def test_baseline_file_is_reviewable_and_checks_its_own_run(baseline_run, data):
     assert list(document) == sorted(document)
     case = next(c for c in document["cases"].values() if c["algorithm"] == "kmeans")
     assert case["arrays"]["predictions"]["values"][:5] == _fit_kmeans(data, 0)[0][:5].tolist()
-    assert case["expectation"]["bitwise"] is True and case["repeats_identical"] is True
+    assert case["expectation"]["bitwise"] is True and case["measures"]["identical"] is True
     baseline = Baseline.read(path)
     report = check_run(store, run_id, baseline)
     assert report.ok and report.exit_code == 0 and report.checked == 2
@@ -103,12 +105,12 @@ def test_library_change_drift_names_case_and_metrics(baseline_run, data):
     assert _drifts(report) == {
         ("logistic_regression/sklearn/cpu", "predictions.label_agreement"),
         ("logistic_regression/sklearn/cpu", "probabilities.max_abs_diff"),
-        ("logistic_regression/sklearn/cpu", "score.accuracy"),
+        ("logistic_regression/sklearn/cpu", "accuracy.score_difference"),
     }
     probabilities = next(d for d in report.drifts if d.metric == "probabilities.max_abs_diff")
     assert probabilities.current == pytest.approx(1e-3)
     table = report.format()
-    assert "DRIFT" in table and "score.accuracy" in table and "logistic_regression/sklearn/cpu" in table
+    assert "DRIFT" in table and "accuracy.score_difference" in table and "logistic_regression/sklearn/cpu" in table
 
 
 def test_changed_seed_is_caught(baseline_run, data):
@@ -116,7 +118,7 @@ def test_changed_seed_is_caught(baseline_run, data):
     report = check_run(store, _store_run(store, data, seed=3), Baseline.read(path))
     changes = {d.metric: d for d in report.drifts if d.case.startswith("kmeans")}
     assert changes["case"].difference == "params.random_state: 0 -> 3"
-    assert "score.inertia" in changes
+    assert "inertia.score_difference" in changes
     assert not any(d.case.startswith("logistic") for d in report.drifts)
 
 
@@ -148,14 +150,16 @@ def test_tolerances_per_case_and_metric(baseline_run, data, tmp_path):
     drifted = _store_run(store, data, perturb=1e-3)
     document = json.loads(path.read_text())
     case_id = next(k for k, c in document["cases"].items() if c["algorithm"] == "logistic_regression")
-    document["cases"][case_id]["tolerances"] = {"values.probabilities": {"atol": 2e-3}}
+    document["cases"][case_id]["tolerances"] = {"max_abs_diff.probabilities": {"atol": 2e-3}}
     loosened = tmp_path / "loosened.json"
     loosened.write_text(json.dumps(document))
     assert check_run(store, drifted, Baseline.read(loosened)).ok
-    document["cases"][case_id]["tolerances"] = {"values.probabilities": {"atol": 5e-4}}
+    document["cases"][case_id]["tolerances"] = {"max_abs_diff.probabilities": {"atol": 5e-4}}
     loosened.write_text(json.dumps(document))
     assert not check_run(store, drifted, Baseline.read(loosened)).ok
-    assert Tolerances.from_dict({"labels": {"min_agreement": 0.9}}).min_agreement("x") == 0.9
+    labels = next(measure for measure in measures() if measure.name == "label_agreement")
+    loose = Tolerances.from_dict({"label_agreement": {"atol": 0.1}}, measures_used=measures())
+    assert loose.bound(labels, "predictions") == Bounds(atol=0.1)
 
 
 def test_missing_failed_and_new_cases(baseline_run, data):
@@ -184,7 +188,8 @@ def test_large_arrays_keep_digest_and_summary(tmp_path, data):
     assert ("logistic_regression/sklearn/cpu", "probabilities.max_abs_diff") in _drifts(with_arrays)
     other = ResultsStore(tmp_path / "elsewhere")                    # another machine: no old arrays
     summary_only = check_run(other, _store_run(other, data, perturb=1e-3), baseline)
-    assert ("logistic_regression/sklearn/cpu", "probabilities.mean") in _drifts(summary_only)
+    (moved,) = [d for d in summary_only.drifts if d.metric == "probabilities.max_abs_diff"]
+    assert moved.current == pytest.approx(1e-3) and "summary was compared" in moved.note
     assert check_run(other, _store_run(other, data), baseline).ok
 
 
@@ -236,14 +241,15 @@ def test_check_command_exit_codes(baseline_run, data, tmp_path, capsys):
 def test_update_baseline_keeps_reviewed_tolerances(baseline_run, data, capsys):
     store, run_id, path = baseline_run
     document = json.loads(path.read_text())
-    document["tolerances"]["score"] = {"atol": 0.5}
+    document["tolerances"]["cases"]["score_difference"] = {"atol": 0.5}
     path.write_text(json.dumps(document))
     newer = _store_run(store, data)
     assert main(["check", "--run", newer, "--baseline", str(path), "--results-dir",
                  str(store.directory), "--update-baseline"]) == 0
     assert "wrote" in capsys.readouterr().out
     rewritten = Baseline.read(path)
-    assert rewritten.run_id == newer and rewritten.tolerances.bounds("score") == (0.5, 0.0)
+    score = next(measure for measure in measures() if measure.name == "score_difference")
+    assert rewritten.run_id == newer and rewritten.tolerances.bound(score) == Bounds(atol=0.5)
 
 
 def test_deep_learning_loss_accuracy_and_rank_drift(tmp_path):
@@ -263,13 +269,13 @@ def test_deep_learning_loss_accuracy_and_rank_drift(tmp_path):
         return run_id
 
     baseline = make_baseline(store, run(0.40, 0.90, ("w", "w")))
-    assert baseline.cases[0].data["dl"]["ranks_identical"] is True
+    assert baseline.cases[0].data["measures"]["ranks_identical"] is True
     assert check_run(store, run(0.40, 0.90, ("w", "w")), baseline).ok
     report = check_run(store, run(0.45, 0.88, ("w", "v")), baseline)
     metrics = {d.metric: d for d in report.drifts}
-    assert set(metrics) == {"dl.final_loss", "dl.final_accuracy", "dl.ranks_identical",
-                            "score.final_train_loss"}
-    assert metrics["dl.final_loss"].difference == pytest.approx(0.05)
+    assert set(metrics) == {"final_loss.loss_difference", "final_accuracy.accuracy_difference",
+                            "ranks.ranks_identical", "final_train_loss.score_difference"}
+    assert metrics["final_loss.loss_difference"].difference == pytest.approx(0.05)
 
 
 def _two_backends(store, data, other_C=0.05):
@@ -291,10 +297,10 @@ def test_the_runs_comparisons_are_kept_and_gated_by_each_measures_key(tmp_path, 
     make_baseline(store, run_id).write(path)
     document = json.loads(path.read_text())
     (comparison,) = document["comparisons"]
-    measures = comparison["measures"]
-    assert comparison["kind"] == "cross-backend" and measures["identical"] is False
-    assert 0.5 < measures["label_agreement"] < 1.0 and measures["max_abs_diff"] > 0
-    assert document["tolerances"]["label_agreement"] == {"atol": 0.0, "rtol": 0.0}
+    values = comparison["measures"]
+    assert comparison["kind"] == "cross-backend" and values["identical"] is False
+    assert 0.5 < values["label_agreement"] < 1.0 and values["max_abs_diff"] > 0
+    assert document["tolerances"]["comparisons"]["label_agreement"] == {"atol": 0.0, "rtol": 0.0}
     assert check_run(store, run_id, Baseline.read(path)).ok
 
     comparison["measures"]["label_agreement"] = 1.0          # the baseline said: no label differs
@@ -304,7 +310,7 @@ def test_the_runs_comparisons_are_kept_and_gated_by_each_measures_key(tmp_path, 
     assert drift.metric == "cross-backend.label_agreement" and drift.baseline == 1.0
     assert drift.case.startswith("logistic_regression/sklearnex/cpu")
     assert "against logistic_regression/sklearn/cpu" in drift.note
-    document["tolerances"]["label_agreement"] = {"atol": 0.5}
+    document["tolerances"]["comparisons"]["label_agreement"] = {"atol": 0.5}
     path.write_text(json.dumps(document))
     assert check_run(store, run_id, Baseline.read(path)).ok
 
@@ -321,17 +327,19 @@ def test_a_version_1_baseline_is_still_read_and_updated_with_comparisons(tmp_pat
     document = make_baseline(store, run_id).to_dict()
     document["version"] = 1                                 # as accelml wrote it before measures
     del document["comparisons"]
-    document["tolerances"] = {key: value for key, value in document["tolerances"].items()
-                              if key in ("score", "labels", "values", "loss", "accuracy",
-                                         "bitwise", "ranks")}
+    document["tolerances"] = {"score": {"atol": 1e-9, "rtol": 1e-6}, "labels": {"min_agreement": 1.0},
+                              "values": {"atol": 1e-9, "rtol": 1e-6}, "bitwise": False, "ranks": True}
+    for case in document["cases"].values():               # what version 1 kept of a case alone
+        case["repeats_identical"] = case.pop("measures")["identical"]
     path.write_text(json.dumps(document))
     assert check_run(store, run_id, Baseline.read(path)).ok
     assert main(["check", "--run", run_id, "--baseline", str(path), "--results-dir",
                  str(store.directory), "--update-baseline"]) == 0
     capsys.readouterr()
     updated = json.loads(path.read_text())
-    assert updated["version"] == 2 and len(updated["comparisons"]) == 1
-    assert "label_agreement" in updated["tolerances"]
+    assert updated["version"] == 3 and len(updated["comparisons"]) == 1
+    assert "label_agreement" in updated["tolerances"]["comparisons"]
+    assert updated["tolerances"]["cases"]["identical"] is False
 
 
 def test_a_measure_of_the_baseline_that_is_not_installed_is_a_note(tmp_path, data):

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from accelml.agreement.baseline import Baseline, make_baseline
+from accelml.agreement.check import check_run
+from accelml.agreement.matrix import agreement_matrix
 from accelml.cli import main
 from accelml.compare import default_threads, new_run_id, run_experiment
-from accelml.report.baseline import Baseline, check_run, make_baseline
-from accelml.report.repro import agreement_matrix
 from accelml.results.records import RunRecord, utc_now
 from accelml.results.store import ResultsStore
 from accelml.runner.determinism import deterministic_experiment

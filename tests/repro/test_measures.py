@@ -11,9 +11,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from accelml.agreement.arrays import compare_arrays, match_labels
+from accelml.agreement.matrix import agreement_matrix, compare_results, run_to_run
 from accelml.expectations import pair_expectation
-from accelml.report.arrays import compare_arrays, match_labels
-from accelml.report.repro import agreement_matrix, compare_results, run_to_run
+from accelml.report.matrix_table import format_matrix
 from accelml.results.records import DLMeasurements, EpochRecord
 from accelml.results.store import ResultsStore
 
@@ -146,7 +147,7 @@ def test_cross_backend_and_run_to_run_from_stored_predictions(tmp_path, cancer):
     assert {e.case.case_id: e.identical for e in matrix.run_to_run} == {
         reference.case_id: True, other.case_id: False}
     assert [e.case.case_id for e in matrix.unexpected] == [other.case_id]   # repeats should match
-    text = matrix.format()
+    text = format_matrix(matrix)
     assert "run-to-run" in text and "cross-backend" in text and "NO" in text
 
 
@@ -231,7 +232,7 @@ def test_a_test_accuracy_gap_from_stale_batchnorm_statistics_is_explained(tmp_pa
     assert scale.headline[0].name == "test_accuracy_difference"   # the heat map's cell
     (note,) = scale.notes
     assert "updated 64 times at momentum 0.99" in note and "weigh 0.53" in note
-    assert "weigh 0.53" in matrix.format() and scale.to_dict()["notes"] == [note]
+    assert "weigh 0.53" in format_matrix(matrix) and scale.to_dict()["notes"] == [note]
 
 
 def test_a_gap_after_few_steps_with_fresh_statistics_names_the_lagging_averages(tmp_path):

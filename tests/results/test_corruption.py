@@ -193,7 +193,7 @@ def test_verify_counts_what_it_read(stored):
 def test_an_identity_behind_one_shared_digest_is_verified(damage, tmp_path, capsys):
     """issue 30, item 7: two results sharing one digest were called bitwise identical without
     reading the file; now the file is read and checked, or the pair is marked unverified."""
-    from accelml.report.repro import compare_results
+    from accelml.agreement.matrix import compare_results
 
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.replace('["sklearn", "sklearnex"]', '"sklearn"'))

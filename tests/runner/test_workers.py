@@ -9,12 +9,13 @@ import importlib
 
 import pytest
 
+from accelml.agreement.baseline import make_baseline
+from accelml.agreement.matrix import agreement_matrix, compare_results
 from accelml.compare import run_experiment
 from accelml.errors import SpecError
 from accelml.executors.config import load_cluster_settings
 from accelml.executors.resources import CaseNeeds
-from accelml.report.baseline import make_baseline
-from accelml.report.repro import agreement_matrix, compare_results
+from accelml.report.matrix_table import format_matrix
 from accelml.report.table import build_rows
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec_text
@@ -85,7 +86,7 @@ def check_cross_scale(store, run_id, one, two):
     assert row.value("label_agreement") > 0.95
     assert row.reading("max_abs_diff") is not None and row.reading("score_difference") is not None
     assert not matrix.unexpected
-    assert "cross-scale" in matrix.format()
+    assert "cross-scale" in format_matrix(matrix)
     baseline = make_baseline(store, run_id)
     (kept,) = [entry for entry in baseline.comparisons if entry.kind == "cross-scale"]
     assert dict(kept.values)["label_agreement"] == row.value("label_agreement")

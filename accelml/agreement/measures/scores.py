@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _between(pair: Pair) -> tuple[Reading, ...]:
-    return tuple(Reading(score.difference, score.name) for score in pair.scores)
+    return tuple(Reading(score.difference, score.name, abs(score.a)) for score in pair.scores)
 
 
 def score_text(reading: Reading) -> str:
@@ -23,5 +23,5 @@ MEASURE = Measure(
     description="difference of the primary score, this case minus the reference",
     ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_between,
     tolerance=Tolerance("score_difference", default=Bounds(atol=1e-9, rtol=1e-6),
-                        loose=Bounds(atol=1e-6, rtol=1e-3)),
+                        loose=Bounds(atol=1e-6, rtol=1e-3), legacy="score"),
     text=score_text, order=40)

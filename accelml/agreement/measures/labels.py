@@ -3,11 +3,11 @@ clustering outputs; cluster ids matched one-to-one first), the worst array's in 
 
 from __future__ import annotations
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _between(pair: Pair) -> tuple[Reading, ...]:
-    return tuple(Reading(array.label_agreement, array.name) for array in pair.arrays
+    return tuple(Reading(array.label_agreement, array.name, 1.0) for array in pair.arrays
                  if array.label_agreement is not None)
 
 
@@ -28,5 +28,6 @@ MEASURE = Measure(
     description="fraction of equal labels (cluster ids matched one-to-one first); the worst "
                 "label array",
     ideal=Ideal.ONE, aggregate=Aggregate.WORST, compute=_between,
-    tolerance=Tolerance("label_agreement", default=Bounds(), loose=Bounds(atol=0.01)),
+    tolerance=Tolerance("label_agreement", default=Bounds(), loose=Bounds(atol=0.01),
+                        legacy="labels"),
     text=percent_text, summary=1, order=20)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 from accelml.results.records import DLMeasurements
 
 
@@ -15,7 +15,7 @@ def _final(field: str) -> Callable[[Pair], tuple[Reading, ...]]:
     def readings(pair: Pair) -> tuple[Reading, ...]:
         a = None if pair.a.dl is None else getattr(pair.a.dl, field)
         b = None if pair.b.dl is None else getattr(pair.b.dl, field)
-        return () if a is None or b is None else (Reading(b - a, field),)
+        return () if a is None or b is None else (Reading(b - a, field, abs(a)),)
 
     return readings
 
@@ -45,23 +45,25 @@ MEASURE = (
             description="final training loss, this case minus the reference",
             ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_final("final_loss"),
             tolerance=Tolerance("loss_difference", default=Bounds(atol=1e-6, rtol=1e-5),
-                                loose=Bounds(atol=1e-3, rtol=1e-2)),
+                                loose=Bounds(atol=1e-3, rtol=1e-2), legacy="loss"),
             text=signed_text, order=50),
     Measure(name="accuracy_difference", column="acc d", unit="",
             description="final training accuracy, this case minus the reference",
             ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_final("final_accuracy"),
             tolerance=Tolerance("accuracy_difference", default=Bounds(),
-                                loose=Bounds(atol=0.01)),
+                                loose=Bounds(atol=0.01), legacy="accuracy"),
             text=signed_text, summary=3, order=51),
     Measure(name="test_accuracy_difference", column="test acc d", unit="",
             description="test accuracy (the model in evaluation mode: BatchNorm uses its "
                         "moving statistics), this case minus the reference",
             ideal=Ideal.ZERO, aggregate=Aggregate.FIRST, compute=_final("test_accuracy"),
+            tolerance=Tolerance("test_accuracy_difference", default=Bounds(),
+                                loose=Bounds(atol=0.01), legacy="accuracy"),
             text=signed_text, summary=2, order=51, explain=lambda pair: _gap(pair)),
     Measure(name="ranks_identical", column="ranks", unit="",
-            description="every rank of the data-parallel case ended with the same weights "
-                        "(checked for each case by check's 'ranks' tolerance)",
+            description="every rank of the data-parallel case ended with the same weights",
             ideal=Ideal.TRUE, aggregate=Aggregate.WORST,
+            tolerance=Tolerance("ranks_identical", default=True, loose=True, legacy="ranks"),
             compute=lambda pair: _ranks(pair.b.dl),
             compute_one=lambda outputs: _ranks(outputs.dl), order=52),
 )

@@ -1,19 +1,24 @@
 """Differences of continuous outputs (probabilities, decision values, regression outputs,
 transforms; cluster centres and PCA outputs matched first): max and mean |Δ|, absolute and
-relative to max(|a|, |b|) elementwise; the worst array's in a cell."""
+relative to max(|a|, |b|) elementwise; the worst array's in a cell. A case against its
+baseline entry is gated by the largest absolute difference (``atol + rtol * max|a|``); the
+others gate comparisons."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
+from accelml.agreement.point import Aggregate, Bounds, Ideal, Measure, Pair, Reading, Tolerance
 
 
 def _field(name: str) -> Callable[[Pair], tuple[Reading, ...]]:
-    """The readings of one field of :class:`accelml.report.arrays.ArrayAgreement`."""
+    """The readings of one field of :class:`accelml.agreement.arrays.ArrayAgreement`; a
+    relative difference is a fraction (scale 1), an absolute one scales with the array."""
+    relative = "_rel_" in name
+
     def readings(pair: Pair) -> tuple[Reading, ...]:
-        found = ((array.name, getattr(array, name)) for array in pair.arrays)
-        return tuple(Reading(value, array) for array, value in found if value is not None)
+        return tuple(Reading(value, array.name, 1.0 if relative else array.scale)
+                     for array in pair.arrays if (value := getattr(array, name)) is not None)
 
     return readings
 
@@ -28,19 +33,19 @@ def difference_text(reading: Reading) -> str:
 
 
 def _difference(name: str, column: str, description: str, order: int,
-                summary: int | None = None) -> Measure:
+                summary: int | None = None, answers: bool = False) -> Measure:
     return Measure(
         name=name, column=column, unit="", description=description, ideal=Ideal.ZERO,
         aggregate=Aggregate.WORST, compute=_field(name),
         tolerance=Tolerance(name, default=Bounds(atol=1e-9, rtol=1e-6),
-                            loose=Bounds(atol=1e-4, rtol=1e-2)),
+                            loose=Bounds(atol=1e-4, rtol=1e-2), legacy="values", answers=answers),
         text=difference_text, summary=summary, order=order)
 
 
 MEASURE = (
     _difference("max_abs_diff", "max|d|",
                 "largest absolute difference of a continuous output, in its units (the worst array)", 30,
-                summary=2),
+                summary=2, answers=True),
     _difference("mean_abs_diff", "mean|d|",
                 "mean absolute difference of a continuous output, in its units (the worst array)", 31),
     _difference("max_rel_diff", "max rel",

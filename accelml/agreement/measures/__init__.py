@@ -7,5 +7,5 @@
 - ``deep_learning``: final loss and accuracy differences, and whether all ranks ended equal.
 
 Adding a measure is one module here (or, for a third party, one module registered under the
-entry-point group ``accelml.measures``): see :mod:`accelml.report.measure`.
+entry-point group ``accelml.measures``): see :mod:`accelml.agreement.point`.
 """

@@ -5,9 +5,9 @@ Everything here is computed from what the results store keeps: scores, the predi
 results can be compared, from one run or two runs, also from different machines (open both
 stores).
 
-:func:`compare_results` compares two results: each output array (:mod:`accelml.report.arrays`:
+:func:`compare_results` compares two results: each output array (:mod:`accelml.agreement.arrays`:
 identity, label agreement, differences, after matching cluster ids or component signs) and
-each score, then every registered measure (:mod:`accelml.report.measure`; the built-ins are
+each score, then every registered measure (:mod:`accelml.agreement.point`; the built-ins are
 bitwise identity, label agreement, max/mean |Δ| absolute and relative, score Δ, deep-learning
 loss/accuracy Δ and rank agreement). It is the one place agreement is computed: the terminal
 table's agreement column, the matrix, the HTML report and the baseline all read it.
@@ -37,18 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from accelml.cases import Expectation, JSONScalar, case_text
-from accelml.dl.strategies import default_strategy
-from accelml.errors import StoreError
-from accelml.expectations import pair_expectation, run_to_run_expectation
-from accelml.report.arrays import (
+from accelml.agreement.arrays import (
     ArrayAgreement,
     compare_arrays,
     identical_array,
     is_label_array,
 )
-from accelml.report.layout import Column, Form, fit, render, wrap_lines
-from accelml.report.measure import (
+from accelml.agreement.point import (
     Measure,
     Outputs,
     Pair,
@@ -61,6 +56,10 @@ from accelml.report.measure import (
     output_task,
     repeats_identical,
 )
+from accelml.cases import Expectation, JSONScalar, case_text
+from accelml.dl.strategies import default_strategy
+from accelml.errors import StoreError
+from accelml.expectations import pair_expectation, run_to_run_expectation
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore
 
@@ -116,7 +115,7 @@ class Agreement:
 
     @property
     def headline(self) -> tuple[Measure, Reading] | None:
-        """The one figure that stands for this comparison (see :func:`accelml.report.measure.headline`)."""
+        """The one figure that stands for this comparison (see :func:`accelml.agreement.point.headline`)."""
         return headline(self.readings)
 
     @property
@@ -213,6 +212,20 @@ def _compare_array(name: str, a: Outputs, b: Outputs, task: str) -> ArrayAgreeme
     return compare_arrays(name, array_a, array_b, task=task)
 
 
+def pair_of(a: Outputs, b: Outputs) -> Pair:
+    """``b`` against ``a`` as every measure sees them: each output array of either (those of
+    ``a`` first) and each score both have. Arrays whose digests are equal are identical
+    without reading them."""
+    task = output_task(a.result)
+    names_a = [ref.name for ref in a.result.predictions]
+    names = names_a + [ref.name for ref in b.result.predictions if ref.name not in names_a]
+    arrays = tuple(_compare_array(name, a, b, task) for name in names)
+    scores_b = {score.name: score.value for score in b.result.scores}
+    scores = tuple(ScoreDifference(score.name, score.value, scores_b[score.name])
+                   for score in a.result.scores if score.name in scores_b)
+    return Pair(a, b, arrays, scores)
+
+
 def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore | None = None,
                     b: CaseResult | None = None, *, kind: str = "cross-run",
                     deterministic: bool = True,
@@ -225,16 +238,8 @@ def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore 
     """
     if b is None:
         raise TypeError("compare_results needs two results")
-    outputs_a = Outputs(a, store_a)
-    outputs_b = Outputs(b, store_a if store_b is None else store_b)
-    task = output_task(a)
-    names_a = [ref.name for ref in a.predictions]
-    names = names_a + [ref.name for ref in b.predictions if ref.name not in names_a]
-    arrays = tuple(_compare_array(name, outputs_a, outputs_b, task) for name in names)
-    scores_b = {score.name: score.value for score in b.scores}
-    scores = tuple(ScoreDifference(score.name, score.value, scores_b[score.name])
-                   for score in a.scores if score.name in scores_b)
-    pair = Pair(outputs_a, outputs_b, arrays, scores)
+    pair = pair_of(Outputs(a, store_a), Outputs(b, store_a if store_b is None else store_b))
+    arrays, scores = pair.arrays, pair.scores
     readings = tuple((measure, reading) for measure in (measures_used or measures())
                      if (reading := measure.between(pair)) is not None)
     notes = tuple(dict.fromkeys(note for measure in (measures_used or measures())
@@ -412,130 +417,6 @@ class AgreementMatrix:
             "skipped": [list(item) for item in self.skipped],
         }
 
-    def format(self, width: int | None = None) -> str:
-        """A plain-text table at most ``width`` wide (None: its natural width; the terminal
-        report, ``compare`` and ``check`` print it)."""
-        return format_rows(self.entries(), self.columns(), width)
-
-
-KIND_SHORT = {"run-to-run": "repeats", "cross-backend": "backend", "cross-device": "device",
-              "cross-scale": "scale", "cross-run": "run", "cross-container": "container"}
-
-
-def _join(parts: Iterable[tuple[str, str]]) -> str:
-    return " ".join(text for _, text in parts if text)
-
-
-@dataclass(frozen=True)
-class _Line:
-    """A matrix row as the table shows it: what both cases share (less what every case
-    shares), what is the reference's own and the other's own."""
-
-    row: MatrixRow
-    case: str
-    reference: str
-    other: str
-
-
-def _lines(rows: Sequence[MatrixRow]) -> tuple[list[_Line], str]:
-    """Each row's distinguishing labels, and the parts common to every case ("every case: ...")."""
-    refs = [ref for row in rows for ref in (row.reference, row.other) if ref is not None]
-    fields = list(dict.fromkeys(name for ref in refs for name, _ in ref.parts))
-    values = [dict(ref.parts) for ref in refs]
-    common = {name for name in fields if len({found.get(name, "") for found in values}) == 1}
-    paired = {name for row in rows if row.other is not None
-              for name in fields if dict(row.reference.parts).get(name, "")
-              != dict(row.other.parts).get(name, "")}
-    lines = []
-    for row in rows:
-        mine = [(name, text) for name, text in row.reference.parts if name not in common]
-        if row.other is None:   # its own parts where comparisons show theirs
-            lines.append(_Line(row, _join((name, text) for name, text in mine
-                                          if name not in paired),
-                               _join((name, text) for name, text in mine if name in paired),
-                               f"{row.repeats} repeats" if row.repeats else ""))
-            continue
-        theirs = dict(row.other.parts)
-        ours = dict(row.reference.parts)
-        names = [name for name in dict.fromkeys([*ours, *theirs]) if name not in common]
-        shared = [(name, ours.get(name, "")) for name in names
-                  if ours.get(name, "") == theirs.get(name, "")]
-        own = [(name, ours.get(name, "")) for name in names if (name, ours.get(name, "")) not in shared]
-        other = [(name, theirs.get(name, "")) for name in names
-                 if ours.get(name, "") != theirs.get(name, "")]
-        lines.append(_Line(row, _join(shared), _join(own) or "-", _join(other) or "-"))
-    everywhere = _join((name, dict(refs[0].parts).get(name, "")) for name in fields
-                       if name in common and name != "run") if refs else ""
-    return lines, everywhere
-
-
-def _measure_cell(measure: Measure) -> Callable[[_Line], str]:
-    def text(line: _Line) -> str:
-        reading = line.row.reading(measure.name)
-        return "-" if reading is None else measure.cell(reading).text
-
-    return text
-
-
-def _expected(line: _Line) -> str:
-    return ("yes" if line.row.expectation.bitwise else "NO") + (" !" if line.row.unexpected else "")
-
-
-def matrix_columns(columns: Sequence[Measure]) -> list[Column[_Line]]:
-    """The matrix's columns: the comparison, the case, the reference's and the other's own
-    parts, a column per measure, then whether identity was expected. At a narrow width the
-    labels are shortened (with a legend, as the comparison table's names are) and measures
-    are left out: first those that never head a comparison (the highest ``order`` first),
-    the headline ones (``summary``) last; one ``always_shown`` (bitwise identity) never."""
-    def rank(measure: Measure) -> int | None:
-        if measure.always_shown:
-            return None
-        return 90 - measure.summary if measure.summary is not None else 70 - measure.order // 2
-
-    return [
-        Column((Form("comparison", lambda line: line.row.kind),
-                Form("kind", lambda line: KIND_SHORT.get(line.row.kind, line.row.kind))),
-               compact_rank=10),
-        Column((Form("case", lambda line: line.case),), min_width=12, abbreviate_rank=20),
-        Column((Form("reference", lambda line: line.reference),), min_width=9,
-               abbreviate_rank=22),
-        Column((Form("other", lambda line: line.other),), min_width=9, abbreviate_rank=22),
-        *(Column((Form(measure.heading, _measure_cell(measure)),), justify="right",
-                 drop_rank=rank(measure)) for measure in columns),
-        Column((Form("expected", _expected),)),
-    ]
-
-
-def format_rows(rows: Sequence[MatrixRow], columns: Sequence[Measure],
-                width: int | None = None) -> str:
-    """Matrix rows as a text table at most ``width`` wide (None: natural width): what tells
-    the rows apart, a column per measure, then the expectation; under it the parts every
-    case shares, the columns left out, and why identity was not expected."""
-    if not rows:
-        return "(no agreement to show)"
-    lines, everywhere = _lines(rows)
-    layout = fit(matrix_columns(columns), lines, width)
-    text = [render(layout)]
-    notes: list[str] = []
-    if everywhere:
-        notes.append(f"every case: {everywhere}")
-    notes.extend(layout.legend)
-    reasons = list(dict.fromkeys(row.expectation.reason for row in rows
-                                 if not row.expectation.bitwise and row.expectation.reason))
-    if reasons:
-        notes.append("not expected to be bitwise identical:")
-        notes.extend(f"  - {reason}" for reason in reasons)
-    for row in rows:
-        for note in row.notes:
-            other = f"{row.other.label} against " if row.other is not None else ""
-            notes.append(f"note ({row.kind}) {other}{row.reference.label}: {note}")
-    for row in rows:
-        if row.unexpected:
-            other = f" vs {row.other.label}" if row.other is not None else ""
-            notes.append(f"! {row.kind}: {row.reference.label}{other}: identity was expected "
-                         f"({row.expectation.reason})")
-    text.extend(wrap_lines(notes, width))
-    return "\n".join(text)
 
 
 def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = None, *,

@@ -1,7 +1,7 @@
 """How one output array of a result compares with the same array of another result.
 
-This is what every agreement measure (:mod:`accelml.report.measures`) and the baseline check
-(:mod:`accelml.report.baseline`) build on:
+This is what every agreement measure (:mod:`accelml.agreement.measures`) and the baseline check
+(:mod:`accelml.agreement.baseline`) build on:
 
 * bitwise identity (dtype, shape and bytes);
 * label agreement: the fraction of equal labels; for clustering, after matching cluster ids
@@ -61,6 +61,7 @@ class ArrayAgreement:
     mean_rel_diff: float | None = None
     matched: str = ""
     note: str = ""
+    scale: float = 0.0     # the largest finite |value| of ``a`` (what a relative tolerance refers to)
 
     def to_dict(self) -> dict[str, JSONScalar]:
         return {item.name: getattr(self, item.name) for item in fields(self)}
@@ -199,6 +200,17 @@ def value_differences(a: NDArray[np.generic], b: NDArray[np.generic]) -> dict[st
             "max_rel_diff": float(relative.max()), "mean_rel_diff": float(relative.mean())}
 
 
+def largest_magnitude(a: NDArray[np.generic]) -> float:
+    """The largest finite |value| of ``a`` (0 when it has none).
+
+    >>> largest_magnitude(np.array([1.0, -3.0, np.inf, np.nan]))
+    3.0
+    """
+    values = np.abs(np.asarray(a, dtype=np.float64).ravel())
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else 0.0
+
+
 def matched_values(name: str, a: NDArray[np.generic], b: NDArray[np.generic], task: str
                    ) -> tuple[NDArray[np.generic], str]:
     """``b`` matched to ``a`` where the task allows it, and how: cluster centres and k-means
@@ -246,7 +258,7 @@ def compare_arrays(name: str, a: NDArray[np.generic] | None, b: NDArray[np.gener
                               label_agreement=1.0 if identical else agreement, matched=matched)
     candidate, matched = matched_values(name, a, b, task)
     differences = value_differences(a, candidate)
-    return ArrayAgreement(name, "values", identical, int(a.size),
+    return ArrayAgreement(name, "values", identical, int(a.size), scale=largest_magnitude(a),
                           max_abs_diff=differences["max_abs_diff"],
                           mean_abs_diff=differences["mean_abs_diff"],
                           max_rel_diff=differences["max_rel_diff"],

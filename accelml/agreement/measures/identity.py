@@ -4,7 +4,7 @@ counted repeats identical?"""
 
 from __future__ import annotations
 
-from accelml.report.measure import (
+from accelml.agreement.point import (
     Aggregate,
     Ideal,
     Measure,
@@ -32,4 +32,5 @@ MEASURE = Measure(
     description="bitwise identical: the same bytes in every output array (and rank 0's final "
                 "weights); for one case, the same predictions in every counted repeat",
     ideal=Ideal.TRUE, aggregate=Aggregate.WORST, compute=_between, compute_one=_repeats,
-    tolerance=Tolerance("identical", default=True, loose=False), order=10, always_shown=True)
+    tolerance=Tolerance("identical", default=True, loose=False, answer=False, legacy="bitwise"),
+    order=10, always_shown=True)
