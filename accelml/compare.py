@@ -68,7 +68,7 @@ from accelml.report.layout import html_table
 from accelml.report.matrix_table import ShownMatrix
 from accelml.report.render import RunReport
 from accelml.report.render import report as render_report
-from accelml.report.speed import PHASES, main_phase, reference_cases, speedups
+from accelml.report.speed import PHASES, main_phase, reference_cases, scaling_baselines, speedups
 from accelml.report.table import (
     Agreement,
     Row,
@@ -273,7 +273,9 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
                       finished: Sequence[str] = ()) -> tuple[tuple[GroupTask, ...], dict[str, str]]:
     """The executor's items: each reference case with the cases compared with it on the same
     kind of machine (as many GPUs: its comparison group, interleaved;
-    :mod:`accelml.runner.interleave`), every other case alone. Also the notes of cases that
+    :mod:`accelml.runner.interleave`), a training on several workers with its 1-worker
+    case (:func:`accelml.report.speed.scaling_baselines`; on the machine of the most GPUs),
+    every other case alone. Also the notes of cases that
     are measured alone although the run interleaves (their reference case among
     ``finished``, the case ids a resumed run already has, or on another kind of machine).
 
@@ -296,19 +298,25 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
     >>> [len(group.tasks) for group in comparison_groups(tasks, alone)[0]]
     [1, 1, 1, 1]
     """
-    if experiment.measurement != INTERLEAVED or experiment.reference is None:
-        return tuple(GroupTask((task,)) for task in tasks), {}
-    pending = {task.case_id for task in tasks}
     everything = [task.case for task in tasks] + [case for case in experiment.cases
                                                     if case.case_id in set(finished)]
-    references = {case_id: case.case_id for case_id, case
-                  in reference_cases(everything, experiment.reference).items()}
+    scaled = {case_id: case.case_id for case_id, case in scaling_baselines(everything).items()}
+    if experiment.measurement != INTERLEAVED or (experiment.reference is None and not scaled):
+        return tuple(GroupTask((task,)) for task in tasks), {}
+    pending = {task.case_id for task in tasks}
+    references = {} if experiment.reference is None else {
+        case_id: case.case_id
+        for case_id, case in reference_cases(everything, experiment.reference).items()}
+    # A training on N workers takes turns with its 1-worker case (the scaling baseline), on
+    # the N-worker machine: the 1-worker case uses one of its devices, as it would alone.
+    references.update(scaled)
     gpus = {task.case_id: CaseNeeds.of_case(task).gpus for task in tasks}
     members: dict[str, list[CaseTask]] = {}
     notes = {}
     for task in tasks:
         reference = references.get(task.case_id)
-        if reference is not None and reference in pending and gpus[reference] == gpus[task.case_id]:
+        if reference is not None and reference in pending and (
+                gpus[reference] == gpus[task.case_id] or task.case_id in scaled):
             members.setdefault(reference, []).append(task)
         else:
             members.setdefault(task.case_id, []).append(task)

@@ -20,6 +20,7 @@ interval within +-10%, wall time at most the isolated policy's.
 
     python benchmarks/bench_interleaved.py                 # full size: ~10 minutes on 2 cores
     python benchmarks/bench_interleaved.py --scale 0.05    # a check in a minute or two
+    python benchmarks/bench_interleaved.py --only interleaved --max-rounds 12   # one policy, twice
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ PHASES = ("fit", "predict")
 
 
 def run_once(measurement: str, index: int, scale: float, threads: int, skip: float,
-             directory: Path):
+             directory: Path, max_rounds: int = 6):
     from accelml.compare import Comparison, run_experiment
     from accelml.results.store import ResultsStore
     from accelml.spec.load import load_spec_text
 
     sizes = {name: max(200, int(rows * scale)) for name, rows in ROWS.items()}
-    text = SPEC.format(label=f"{measurement}_{index + 1}", repeats=ADAPTIVE.format(skip=skip),
+    repeats = ADAPTIVE.format(skip=skip).replace("max = 6", f"max = {max_rounds}")
+    text = SPEC.format(label=f"{measurement}_{index + 1}", repeats=repeats,
                        threads=threads, **sizes)
     text = text.replace("warmup = 1\n", f'warmup = 1\nmeasurement = "{measurement}"\n', 1)
     store = ResultsStore(directory / "results")
@@ -81,13 +83,20 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="threads per case (default 2)")
     parser.add_argument("--skip-warmup-after", type=float, default=2.0,
                         help="seconds after which a first run counts (default 2)")
+    parser.add_argument("--max-rounds", type=int, default=6,
+                        help="most timed rounds per case (default 6, the adaptive policy's)")
+    parser.add_argument("--only", choices=MEASUREMENTS,
+                        help="run one measurement only (twice); no wall-time comparison")
     args = parser.parse_args()
+    measurements = (args.only,) if args.only else MEASUREMENTS
     directory = Path(tempfile.mkdtemp(prefix="accelml-bench-"))
     walls: dict[str, list[float]] = {name: [0.0, 0.0] for name in MEASUREMENTS}
     found: dict[str, list[dict]] = {name: [{}, {}] for name in MEASUREMENTS}
     for measurement, index in ORDER:
+        if measurement not in measurements:
+            continue
         wall, comparison = run_once(measurement, index, args.scale, args.threads,
-                                    args.skip_warmup_after, directory)
+                                    args.skip_warmup_after, directory, args.max_rounds)
         failed = [f"{r.algorithm}/{r.backend}: {r.reason}" for r in comparison.failed]
         if failed:
             print("failed cases:", *failed, sep="\n  ")
@@ -99,10 +108,10 @@ def main() -> int:
               + ", ".join(f"{algorithm} {phase} {value.value:.2f}x +-{halfwidth(value):.0%}"
                           for (algorithm, phase), value in sorted(found[measurement][index].items())),
               flush=True)
-    print(f"\nscale {args.scale}, {args.threads} thread(s) per case; sklearnex speed-up over "
-          "sklearn (interval); 'inside': run 2's speed-up in run 1's interval; +-: the larger "
+    print(f"\nscale {args.scale}, {args.threads} thread(s) per case, 3-{args.max_rounds} rounds; "
+          "sklearnex speed-up over sklearn (interval); 'inside': run 2's speed-up in run 1's interval; +-: the larger "
           "half-width of run 1's / run 2's interval")
-    for measurement in MEASUREMENTS:
+    for measurement in measurements:
         first, second = found[measurement]
         inside = narrow = total = 0
         print(f"\n{measurement}")
@@ -121,6 +130,9 @@ def main() -> int:
         print(f"  run 2 inside run 1's interval: {inside}/{total}; intervals within +-10%: "
               f"{narrow}/{2 * total}; wall {walls[measurement][0]:.1f} + "
               f"{walls[measurement][1]:.1f} = {sum(walls[measurement]):.1f} s")
+    if args.only:
+        print(f"results store: {directory / 'results'}")
+        return 0
     ratio = sum(walls["interleaved"]) / sum(walls["isolated"])
     print(f"\nwall time: interleaved / isolated = {ratio:.2f} (target <= 1: "
           f"{'met' if ratio <= 1 else 'NOT met'})")

@@ -20,6 +20,7 @@ from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
 from accelml.dl.engine_objects import KerasOptimizer, Tensor
 from accelml.dl.models import batchnorm_momentum
+from accelml.dl.turns import EpochGate
 from accelml.errors import UnavailableError
 
 
@@ -183,16 +184,21 @@ def fit_epoch_callback(keras: ModuleType, learning_rate: LearningRate, steps: in
                        record: Callable[[EpochRecord], None]) -> object:
     """A ``model.fit`` callback that times each epoch and hands ``record`` its
     :class:`EpochRecord` (fit's loss and accuracy logs, the rate at its last step, ``images``
-    trained in it)."""
+    trained in it). In an interleaved comparison group each epoch after the first waits for
+    its turn before its clock starts (:class:`accelml.dl.turns.EpochGate`)."""
     clock = Clock()
+    gate = EpochGate.from_environment()
 
     def start(epoch: int, logs: Mapping[str, float] | None) -> None:
         nonlocal clock
+        gate.begin(epoch)
         clock = Clock()
 
     def end(epoch: int, logs: Mapping[str, float]) -> None:
-        record(EpochRecord(epoch, clock.seconds(), float(logs["loss"]), float(logs["accuracy"]),
+        seconds = clock.seconds()
+        record(EpochRecord(epoch, seconds, float(logs["loss"]), float(logs["accuracy"]),
                            learning_rate_value(learning_rate, (epoch + 1) * steps - 1), images))
+        gate.end(epoch, seconds)
 
     callback: object = keras.callbacks.LambdaCallback(on_epoch_begin=start, on_epoch_end=end)
     return callback

@@ -39,6 +39,7 @@ from accelml.dl.common import LOOPBACK, free_ports, loopback_interface
 from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.private_network import PrivateNetwork
 from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Listener, Strategy
+from accelml.dl.turns import TURNS_VARIABLE
 from accelml.errors import AccelmlError, ProcessKilled, SpecError, UnavailableError
 from accelml.probe import usable_cores
 from accelml.scratch import die_with_this_process, kill_tree, make_scratch
@@ -91,8 +92,9 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         tool = shutil.which("mpirun", path=env["PATH"])
         if tool is None:
             raise UnavailableError("mpirun is not on PATH")
-        exported = [arg for name in sorted(set(rank_environment(config)) | {"PATH", "PYTHONPATH"})
-                    for arg in ("-x", name)]
+        passed = set(rank_environment(config)) | {"PATH", "PYTHONPATH"} | (
+            {TURNS_VARIABLE} & set(env))    # epochs in turn (accelml.dl.turns)
+        exported = [arg for name in sorted(passed) for arg in ("-x", name)]
         as_root = ["--allow-run-as-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
         as_root += ["--oversubscribe"] if config.oversubscribe else []
         return [([tool, "-np", str(n), "-bind-to", "none", "-map-by", "slot"] + as_root

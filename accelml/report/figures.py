@@ -30,7 +30,7 @@ from accelml.errors import AccelmlError
 from accelml.report import plots
 from accelml.report.compare_runs import RunComparison
 from accelml.report.labels import params_text, varying_params
-from accelml.report.speed import PHASES, speedups
+from accelml.report.speed import PHASES, scaling, speedups
 from accelml.results.records import CaseResult, RunRecord
 
 if TYPE_CHECKING:
@@ -104,23 +104,23 @@ def time_charts(results: Sequence[CaseResult], reference: str | None) -> list[pl
 def _scaling_points(cases: list[CaseResult]) -> tuple[plots.ScalingPoint, ...]:
     """The points of one series; speedup and efficiency against the series' own 1-worker case.
 
-    The definition is :mod:`accelml.report.speed`'s (t(1) / t(N), and that over N); the
-    baseline is the 1-worker case of the same strategy when the run has one, so each
-    curve starts at 1 and agrees with the epoch times drawn beside it.
+    The values are :func:`accelml.report.speed.scaling`'s (t(1) / t(N), and that over N;
+    from the paired epochs of cases that took them in turn); the baseline is the 1-worker
+    case of the same strategy when the run has one, so each curve starts at 1 and agrees
+    with the epoch times drawn beside it.
     """
     cases = sorted(cases, key=lambda r: r.workers)
-    first = cases[0].timing("epoch")
-    base = first.median if first is not None and cases[0].workers == 1 else None
+    found = scaling(cases) if cases[0].workers == 1 else {}
     points = []
     for result in cases:
         timing = result.timing("epoch")
         if timing is None:
             continue
-        speed = base / timing.median if base is not None and timing.median > 0 else None
+        value = found.get(result.case_id)
         points.append(plots.ScalingPoint(
             result.workers, timing.median, timing.q1, timing.q3,
             result.dl.images_per_second if result.dl is not None else math.nan,
-            speed, None if speed is None else speed / result.workers,
+            None if value is None else value.speedup, None if value is None else value.efficiency,
             _step_seconds(result, timing.median)))
     return tuple(points)
 

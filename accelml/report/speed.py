@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from accelml.cases import INTERLEAVED, ISOLATED, Case, canonical_json
 from accelml.dl.strategies import default_strategy, find_strategy
 from accelml.estimators import ALGORITHMS, BACKENDS
+from accelml.expectations import is_deep_learning
 from accelml.results.records import CaseResult, paired_ratio
 
 PHASES = ("fit", "predict", "epoch")
@@ -75,6 +76,14 @@ class Scaling:
     speedup: float
     efficiency: float
     images_per_second: float | None
+    low: float = math.nan          # the speedup's interval, from paired rounds (interleaved)
+    high: float = math.nan
+    measurement: str = ISOLATED    # interleaved: the median of the per-round epoch-time ratios
+
+    @property
+    def efficiency_interval(self) -> tuple[float, float]:
+        """The efficiency's interval (NaN where the speedup has none)."""
+        return self.low / self.workers, self.high / self.workers
 
 
 def _identity(result: CaseResult | Case, *, with_workers: bool = True) -> str:
@@ -286,10 +295,45 @@ def speedups(results: Iterable[CaseResult], reference: str, phase: str = "fit"
 ScalingKey = tuple[str, str, str, str]
 
 
-def _scaling_key(result: CaseResult, strategy: str | None) -> ScalingKey:
+def _scaling_key(result: CaseResult | Case, strategy: str | None) -> ScalingKey:
     """What a case and its 1-worker baseline share: everything but the worker count."""
     identity = _identity(result, with_workers=False)
     return (result.backend, result.device, strategy or default_strategy().name, identity)
+
+
+def scaling_baselines(cases: Iterable[Case]) -> dict[str, Case]:
+    """case_id -> the 1-worker case a training on several workers is scaled against (of its
+    own strategy, else of the default strategy; as :func:`scaling` matches them): the cases
+    of a run before they run, which the runner then measures in one interleaved group.
+
+    >>> from accelml.cases import DatasetSpec
+    >>> data = DatasetSpec("digits", "shipped")
+    >>> one, two = (Case("mlp", "keras", "cpu", data, workers=n, strategy="jax-pmean")
+    ...             for n in (1, 2))
+    >>> found = scaling_baselines([one, two])
+    >>> list(found) == [two.case_id], found[two.case_id] == one
+    (True, True)
+    """
+    trainings = [case for case in cases if is_deep_learning(case)]
+    found = _one_worker_baselines(trainings)
+    return {case.case_id: found[case.case_id] for case in trainings
+            if case.workers > 1 and case.case_id in found}
+
+
+def _one_worker_baselines(items: list[Compared]) -> dict[str, Compared]:
+    """case_id -> its 1-worker case among ``items`` (its own strategy's, else the default
+    strategy's); a 1-worker case is its own."""
+    baselines: dict[ScalingKey, Compared] = {}
+    for item in items:
+        if item.workers == 1:
+            baselines.setdefault(_scaling_key(item, item.strategy), item)
+    found = {}
+    for item in items:
+        base = (baselines.get(_scaling_key(item, item.strategy))
+                or baselines.get(_scaling_key(item, default_strategy().name)))
+        if base is not None:
+            found[item.case_id] = base
+    return found
 
 
 def _scaled_phase(result: CaseResult) -> str:
@@ -322,24 +366,23 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
     scaled = {_scaling_key(r, r.strategy) for r in results if r.workers > 1}
     results = [r for r in results if r.timing("epoch") is not None
                or _scaling_key(r, r.strategy) in scaled]
-    baselines: dict[ScalingKey, CaseResult] = {}
-    for result in results:
-        if result.workers == 1:
-            baselines.setdefault(_scaling_key(result, result.strategy), result)
+    baselines = _one_worker_baselines(results)
     found = {}
     for result in results:
-        base = (baselines.get(_scaling_key(result, result.strategy))
-                or baselines.get(_scaling_key(result, default_strategy().name)))
+        base = baselines.get(result.case_id)
         if base is None:
             continue
         phase = _scaled_phase(result)
         base_epoch, epoch = base.timing(phase), result.timing(phase)
         if base_epoch is None or epoch is None:
             continue
-        value = base_epoch.median / epoch.median
+        value, low, high, measurement = base_epoch.median / epoch.median, math.nan, math.nan, ISOLATED
+        ratio = paired_ratio(base_epoch.samples, epoch.samples, base_epoch.ci_level or 0.95)
+        if paired(result, base) and ratio is not None and ratio.rounds >= 2:
+            value, low, high, measurement = ratio.value, ratio.low, ratio.high, INTERLEAVED
         found[result.case_id] = Scaling(
             result.case_id, base.case_id, result.workers, value, value / result.workers,
-            None if result.dl is None else result.dl.images_per_second)
+            None if result.dl is None else result.dl.images_per_second, low, high, measurement)
     return found
 
 

@@ -243,6 +243,8 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         high: float | None = None
         if found is None and found_scaling is not None:
             value = found_scaling.speedup
+            if found_scaling.measurement == INTERLEAVED:   # from the paired epochs
+                low, high = found_scaling.low, found_scaling.high
         elif found is not None:
             value = found.value
             low, high = (found.low, found.high) if has_interval(found) else (None, None)
@@ -342,6 +344,8 @@ def _speedup_text(row: Row) -> str:
         return "-"
     main = next((value for value in row.phase_speedups if value.phase == row.main_phase), None)
     text = phase_speedup_text(main, "\n") if main is not None else f"{row.speedup:.2f}x"
+    if main is None and row.speedup_low is not None and row.speedup_high is not None:
+        text += f"\n({row.speedup_low:.2g}-{row.speedup_high:.2g} paired)"   # scaling, in turns
     if row.efficiency is not None:
         text += f" (eff {row.efficiency:.0%})"
     return text

@@ -26,6 +26,9 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import shutil
+import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,7 @@ import numpy as np
 from accelml.cases import Case
 from accelml.dl import launch
 from accelml.dl.config import TrainingConfig, TrainingResult, training_config_dict
+from accelml.dl.turns import TURNS_VARIABLE, EpochRelay
 from accelml.estimators import get_backend
 from accelml.results.records import (
     BoostingRounds,
@@ -108,16 +112,87 @@ def measure_keras(case: Case, context: MeasureContext) -> Measurements:
             os.makedirs(work_dir, exist_ok=True)
         except OSError:
             work_dir = None               # not writable from here: a scratch folder instead
-    return measurements_from_training(launch(config, work_dir=work_dir), config)
+    if context.turns is None or config.epochs < 2:
+        return measurements_from_training(launch(config, work_dir=work_dir), config)
+    return _train_in_turns(config, work_dir, context, context.turns)
 
 
-def measurements_from_training(result: TrainingResult, config: TrainingConfig) -> Measurements:
-    """Convert an ``accelml.dl`` TrainingResult into runner measurements (first epoch = warm-up)."""
+@dataclass
+class _EpochTurns:
+    """What the relay thread of a training in turns found: the epochs that ran in turn, and
+    why the rounds ended before the training did (empty: they did not)."""
+
+    epochs: list[int] = field(default_factory=list)
+    ended: str = ""
+
+
+def _relay_epochs(relay: EpochRelay, turns: Turns, epochs: int, stopped: threading.Event,
+                  found: _EpochTurns) -> None:
+    """Tell the coordinator when the ranks are warm (after the first epoch), run one epoch
+    per turn and report its seconds; free the rest when the coordinator stops the rounds."""
+    if relay.wait_done(0, stopped) is None:
+        return
+    turns.ready({}, rounds=epochs - 1)
+    for epoch in range(1, epochs):
+        try:
+            reason = turns.next()
+        except RuntimeError as error:   # the coordinator is gone: train on, untimed by turns
+            reason = str(error)
+        if reason is not None:
+            found.ended = reason
+            relay.free()
+            return
+        relay.start_epoch(epoch)
+        seconds = relay.wait_done(epoch, stopped)
+        if seconds is None:
+            return
+        found.epochs.append(epoch)
+        turns.report({"epoch": seconds})
+
+
+RELAY_JOIN_S = 30.0
+"""How long a finished training waits for its relay thread to read the last epoch's files."""
+
+
+def _train_in_turns(config: TrainingConfig, work_dir: str | None, context: MeasureContext,
+                    turns: Turns) -> Measurements:
+    """Train with each epoch after the first as one round of the case's interleaved group
+    (:mod:`accelml.dl.turns`): the ranks stay warm between turns."""
+    folder = tempfile.mkdtemp(prefix="turns-", dir=work_dir or context.workdir)
+    relay = EpochRelay(folder, config.strategy_record.ranks(config.workers))
+    stopped, found = threading.Event(), _EpochTurns()
+    thread = threading.Thread(target=_relay_epochs, daemon=True,
+                              args=(relay, turns, config.epochs, stopped, found))
+    thread.start()
+    try:
+        result = launch(config, work_dir=work_dir, extra_env={TURNS_VARIABLE: folder})
+        thread.join(RELAY_JOIN_S)
+    finally:
+        stopped.set()
+        shutil.rmtree(folder, ignore_errors=True)
+    return measurements_from_training(result, config, tuple(found.epochs), found.ended)
+
+
+def measurements_from_training(result: TrainingResult, config: TrainingConfig,
+                               in_turn: tuple[int, ...] = (), ended: str = "") -> Measurements:
+    """Convert an ``accelml.dl`` TrainingResult into runner measurements (first epoch = warm-up).
+
+    ``in_turn``: the epochs that ran as the rounds of an interleaved group (then only they
+    are the ``epoch`` phase's samples, so that they pair with the other cases' rounds);
+    ``ended``: why those rounds ended before the training did (its later epochs ran alone)."""
     epochs = tuple(
         EpochRecord(epoch=e.epoch, seconds=e.seconds, loss=e.loss, accuracy=e.accuracy)
         for e in result.epochs
     )
     steady = [e.seconds for e in result.epochs[1:]]
+    alone = [e.epoch for e in result.epochs[1:] if e.epoch not in in_turn]
+    note = ""
+    if in_turn:
+        steady = [e.seconds for e in result.epochs if e.epoch in in_turn]
+        if alone:
+            note = (f"epochs {alone[0] + 1}-{alone[-1] + 1} ran after its group's rounds ended "
+                    f"({ended or 'group_ended'}), alone: in the epoch records, not in the "
+                    "epoch phase")
     timings = []
     if steady:
         timings.append(PhaseTiming.from_samples("epoch", steady, [result.epochs[0].seconds]))
@@ -159,6 +234,7 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig) -
         scores=tuple(scores),
         repeat_prediction_digests=(result.weights_digest,),
         dl=dl,
-        stopped_because="epochs",
+        stopped_because=(ended or "epochs") if in_turn else "epochs",
         task="classification",
+        warmup_note=note,
     )

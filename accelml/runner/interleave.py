@@ -16,7 +16,13 @@ after ``max_seconds`` of rounds, or when the next round would end past a case's 
 group's time limit. Only one case of the group works at any time, on a GPU or on several
 ranks too, so two cases never overlap.
 
-A case whose measurer does not repeat rounds (a training's epochs) measures itself in its
+A training (a Keras case) takes its epochs in turn: its first epoch is its warm-up, in its
+setup turn; each later epoch is one round, its ranks held warm between turns
+(:mod:`accelml.dl.turns`). Its rounds are fixed (its epochs), so the stopping rule does not
+end them early (that would save nothing) except at the time limits; the rounds end when a
+training has run its last epoch, and a longer training runs its remaining epochs alone
+(kept in its epoch records, not in its paired phase). A case whose measurer does not take
+rounds in turn (a training of one epoch, a third party's measurer) measures itself in its
 setup turn, alone, and is recorded ``isolated`` with the reason; so is a case that failed.
 
 >>> from accelml.cases import Case, DatasetSpec
@@ -47,8 +53,11 @@ from accelml.runner.process import CaseOutput, CaseTask, TurnControl, run_case_p
 
 POLL_S = 0.5
 """How often the coordinator looks whether a case process it waits for has ended."""
-NOT_REPEATED = ("its measurer does not repeat timed rounds (e.g. a training's epochs): "
-                "measured alone in its turn")
+FIXED_ROUNDS_DONE = "epochs"
+"""Why a group's rounds end when one of its cases gave all its fixed rounds (a training's
+epochs: each epoch after the first is one round)."""
+NOT_REPEATED = ("its measurer does not take timed rounds in turn (e.g. a training of one "
+                "epoch): measured alone in its turn")
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ class _Member:
         self.last_round_s = 0.0
         self.active = False
         self.was_ready = False
+        self.rounds_left: int | None = None   # a case with a fixed number of rounds (epochs)
         self._buffer = b""
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -142,6 +152,21 @@ class _Member:
         for phase, seconds in measured.items():
             self.samples.setdefault(phase, []).append(float(seconds))
 
+    def take_round(self, measured: dict[str, float]) -> None:
+        """Count a round; a case that has given all its fixed rounds is waited for (its
+        process ends by itself), so that nothing of it overlaps the next case's turn."""
+        self.add(measured)
+        self.rounds += 1
+        if self.rounds_left is not None:
+            self.rounds_left -= 1
+            if self.rounds_left <= 0:
+                self._thread.join()
+                self.active = False
+
+    @property
+    def gave_all(self) -> bool:
+        return self.rounds_left is not None and self.rounds_left <= 0
+
     def finish(self, reason: str) -> CaseOutput:
         if self.was_ready:
             self.command(f"stop {reason}")
@@ -180,15 +205,21 @@ def _stop_reason(members: Sequence[_Member], started: float, group_end: float) -
     reference = members[0]
     policy = reference.task.case.repeats
     active = [member for member in members if member.active]
+    if any(member.gave_all for member in members):
+        return FIXED_ROUNDS_DONE
     if not reference.active or len(active) < 2:
         return "group_ended"
     rounds = min(max(map(len, member.samples.values()), default=0) for member in active)
-    if rounds >= policy.max_repeats:
+    # Trainings give a fixed number of rounds (their epochs) and run them whatever: stopping
+    # them sooner saves nothing, so only the time limits end their rounds early.
+    fixed_rounds = all(member.rounds_left is not None for member in active)
+    if rounds >= policy.max_repeats and not fixed_rounds:
         return "fixed" if policy.fixed else "max_repeats"
-    if rounds < policy.min_repeats:
+    if rounds < policy.min_repeats and not fixed_rounds:
         return None
-    if not policy.fixed and all(_converged(reference, member, policy.target_rel, policy.confidence)
-                                for member in active[1:]):
+    if not (policy.fixed or fixed_rounds) and all(
+            _converged(reference, member, policy.target_rel, policy.confidence)
+            for member in active[1:]):
         return "converged"
     now = time.monotonic()
     if policy.max_seconds is not None and now - started >= policy.max_seconds:
@@ -224,6 +255,8 @@ def execute_group(group: GroupTask) -> tuple[CaseOutput, ...]:
             if message is not None and "ready" in message:
                 member.active = member.was_ready = True
                 member.add(message["ready"])
+                if "fixed" in message:
+                    member.rounds_left = int(message["fixed"]["rounds"])
         started = time.monotonic()
         while (reason := _stop_reason(members, started, group_end)) is None:
             for member in members:
@@ -233,8 +266,7 @@ def execute_group(group: GroupTask) -> tuple[CaseOutput, ...]:
                 if message is None or "round" not in message:
                     member.active = False
                     continue
-                member.add(message["round"])
-                member.rounds += 1
+                member.take_round(message["round"])
     except BaseException:
         for member in members:
             member.control.expire()

@@ -70,7 +70,10 @@ class Turns:
 
     Lines go both ways: the coordinator sends ``go`` or ``stop REASON``; the case answers
     ``{"ready": {phase: seconds}}`` once its warm-up is done (the phases whose first run
-    counted) and ``{"round": {phase: seconds}}`` after each round.
+    counted) and ``{"round": {phase: seconds}}`` after each round. A case that has a fixed
+    number of rounds to give (a training's epochs after the first) says so when it is ready,
+    ``{"ready": {}, "fixed": {"rounds": n}}``: stopping it sooner would save no time, and
+    its process ends by itself after its last round.
     """
 
     def __init__(self, commands: IO[str], replies: IO[str]):
@@ -85,8 +88,13 @@ class Turns:
         self._replies.write(json.dumps(message) + "\n")
         self._replies.flush()
 
-    def ready(self, counted: dict[str, float]) -> None:
-        self._send({"ready": counted})
+    def ready(self, counted: dict[str, float], rounds: int | None = None) -> None:
+        """Warmed up (``counted``: the phases whose first run counted); ``rounds``: the
+        fixed number of rounds this case gives (None: as many as the coordinator asks for)."""
+        message = {"ready": counted}
+        if rounds is not None:
+            message["fixed"] = {"rounds": float(rounds)}
+        self._send(message)
 
     def report(self, measured: dict[str, float]) -> None:
         self._send({"round": measured})

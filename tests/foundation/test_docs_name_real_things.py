@@ -39,6 +39,7 @@ def documents() -> list[tuple[str, str]]:
     for path in sorted(REPO.rglob("*")):
         if path.suffix not in TEXT_SUFFIXES or not path.is_file() or ".git" in path.parts \
                 or any(part.startswith(".") or part in {"build", "__pycache__"}
+                       or part.endswith(".egg-info")     # pip's, as of the last install
                        for part in path.relative_to(REPO).parts) \
                 or any(path.is_relative_to(folder) for folder in LEFT_OUT):
             continue

@@ -27,6 +27,7 @@ from accelml.dl.data import ImageData
 from accelml.dl.models import build_model
 from accelml.dl.pipelines import evaluation_dataset, steps_per_epoch, train_dataset
 from accelml.dl.strategies import tf_devices
+from accelml.dl.turns import EpochGate
 from accelml.errors import AccelmlError, UnavailableError
 
 
@@ -105,7 +106,9 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     setup_s = clock.seconds()
 
     epochs = []
+    gate = EpochGate.from_environment()
     for epoch in range(config.epochs):
+        gate.begin(epoch)
         clock = Clock()
         totals = tf.zeros(3)
         for images, labels in train_data:
@@ -121,6 +124,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         end_epoch(config, record, model, log, rank=rank, output_dir=output_dir)
         if summaries is not None:
             _write_summaries(tf, summaries, config, model, record)
+        gate.end(epoch, record.seconds)
 
     test_loss = test_accuracy = None
     if len(data.x_test):

@@ -56,6 +56,7 @@ from accelml.dl.engines import jax_deterministic_environment, probe_jax, probe_k
 from accelml.dl.models import batchnorm_momentum, build_model
 from accelml.dl.pipelines import steps_per_epoch
 from accelml.dl.strategies import ALLREDUCE, AUTO, FLOAT32, Determinism, Strategy
+from accelml.dl.turns import EpochGate
 from accelml.errors import SpecError, UnavailableError
 
 if TYPE_CHECKING:
@@ -631,7 +632,9 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     setup_s = clock.seconds()
 
     records: list[EpochRecord] = []
+    gate = EpochGate.from_environment()
     for epoch in range(config.epochs):
+        gate.begin(epoch)
         clock = Clock()
         order = jax.device_put(
             np.stack([rng.permutation(block) if config.shuffle else np.arange(block)
@@ -666,6 +669,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         if config.verbose:
             print(f"epoch {epoch + 1}/{config.epochs}: {record.seconds:.2f}s loss "
                   f"{record.loss:.4f} accuracy {record.accuracy:.4f}", flush=True)
+        gate.end(epoch, record.seconds)
 
     final = shared(state)
     _store(model, optimizer, final)

@@ -68,6 +68,7 @@ from accelml.dl.models import build_model
 from accelml.dl.pipelines import steps_per_epoch
 from accelml.dl.strategies import AUTO
 from accelml.dl.strategies._torch_compile import CompiledOrEager, prepare_for_inductor
+from accelml.dl.turns import EpochGate
 from accelml.errors import AccelmlError, SpecError, UnavailableError
 
 if TYPE_CHECKING:
@@ -308,7 +309,9 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     setup_s = clock.seconds()
 
     epochs = []
+    gate = EpochGate.from_environment()
     for epoch in range(config.epochs):
+        gate.begin(epoch)
         clock = Clock()
         order = (torch.randperm(len(shard), generator=shuffling).to(device)
                  if config.shuffle else None)
@@ -327,6 +330,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         end_epoch(config, record, model, log, rank=rank, output_dir=output_dir)
         if summaries is not None:
             _write_summaries(summaries, config, model, record)
+        gate.end(epoch, record.seconds)
     if summaries is not None:
         summaries.close()
 
