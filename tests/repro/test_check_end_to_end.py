@@ -116,6 +116,7 @@ def _rerun_in_process(experiment, store: ResultsStore, root: Path, cases=None,
     store.create_run(run)
     for case in cases:
         arrays_dir = root / "arrays" / run.run_id / case.case_id
+        arrays_dir.parent.mkdir(parents=True, exist_ok=True)   # the case's scratch: the caller's
         document = run_case(CaseInput(
             case=dataclasses.replace(case, threads=threads), run_id=run.run_id,
             arrays_dir=str(arrays_dir), cache_dir=str(root / "cache"), threads=threads,
