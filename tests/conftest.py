@@ -33,6 +33,38 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
 
 
+SHARED_SCOPES = ("module", "class", "package")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (pyproject.toml's addopts run ``-n 4 --dist loadgroup``): the tests of
+    a module that share a module- (or class-) scoped fixture, such as one real comparison that
+    several tests read, go to one worker together, so that the fixture is built once; every
+    other test goes on its own to whichever worker is free, those marked ``slow`` first (a long
+    test started last would leave the other workers idle). The fault suite (marked ``faults``)
+    runs on one worker, one test at a time: its tests time signals against process start-up
+    (a Ctrl-C 0.5 s after the start, a case process that must die within 0.5 s of its
+    client), which four at once on 2 cores would make miss. Other tests may share the machine: each
+    worker has its own tmp_path root, and tests name their SLURM jobs, fault tags and ports
+    uniquely."""
+    if not hasattr(config, "workerinput"):     # not an xdist worker: collection order as is
+        return
+    for item in items:
+        if item.get_closest_marker("faults"):
+            item.add_marker(pytest.mark.xdist_group("faults"))
+        elif _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _shares_a_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(definitions[-1].scope in SHARED_SCOPES
+               for name, definitions in info.name2fixturedefs.items() if definitions)
+
+
 @pytest.fixture(scope="session")
 def slurm_available() -> str:
     """Start (or find) the local SLURM; skip only where it cannot run here (not root, not Debian).
