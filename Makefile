@@ -5,6 +5,11 @@
 #                  the container tests run cases in, run the test suite
 # A second run skips what is already done (the venv is rebuilt only when pyproject.toml or
 # make/constraints.txt change; the Horovod wheel is cached outside the venv).
+# `make test` overlaps its set-up steps once the venv is there (a sub-make with -j): the
+# Horovod compile, the image build (mostly downloads and unpacking), ruff + mypy and the test
+# tools' install; their apt-gets take turns (make/apt-install.sh). The suite itself runs on
+# pytest-xdist workers (pyproject.toml's addopts), most of its time being waits on real
+# subprocesses. Each step's output is printed whole when it ends (--output-sync).
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,21 +18,31 @@ INSTALLED := $(VENV)/.accelml-installed
 HOROVOD := $(VENV)/.accelml-horovod
 PYTEST_ARGS ?=
 
-.PHONY: compare test setup
+.PHONY: compare test setup test-ready lint container-image test-tools
 .DEFAULT_GOAL := compare
 
 compare: setup
 	$(PY) -m accelml compare
 
-test: setup
-	@bash make/install-test-tools.sh
-	$(PY) -m ruff check accelml tests benchmarks
-	$(PY) -m mypy
-	@bash make/build-container-image.sh "$(VENV)"; rc=$$?; \
-	  if [ $$rc = 3 ]; then echo "tests of cases in containers will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
+test: $(INSTALLED)
 	@bash slurm/local/start.sh start; rc=$$?; \
 	  if [ $$rc = 3 ]; then echo "tests marked slurm will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
+	@$(MAKE) --no-print-directory -j4 --output-sync=target test-ready
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS)
+
+# What the suite needs, built side by side (run by `make test` with -j).
+test-ready: $(HOROVOD) lint container-image test-tools
+
+lint: $(INSTALLED)
+	$(PY) -m ruff check accelml tests benchmarks
+	$(PY) -m mypy
+
+container-image: $(INSTALLED)
+	@bash make/build-container-image.sh "$(VENV)"; rc=$$?; \
+	  if [ $$rc = 3 ]; then echo "tests of cases in containers will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
+
+test-tools:
+	@bash make/install-test-tools.sh
 
 setup: $(INSTALLED) $(HOROVOD)
 

@@ -44,9 +44,7 @@ if [ "$(id -u)" != 0 ] || [ ! -f /etc/debian_version ]; then
 fi
 if ! command -v ch-run >/dev/null || ! command -v mmdebstrap >/dev/null; then
   echo "installing Debian's charliecloud-runtime and mmdebstrap"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q charliecloud-runtime mmdebstrap >/dev/null 2>&1 \
-    || { apt-get update -q >/dev/null && apt-get install -y -q charliecloud-runtime mmdebstrap >/dev/null; } \
+  bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" charliecloud-runtime mmdebstrap \
     || fail "install charliecloud-runtime mmdebstrap" "apt-get could not install them"
 fi
 if [ -f "$image/.accelml-image-ok" ]; then echo "$image"; exit 0; fi

@@ -37,8 +37,7 @@ torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/nul
 py_tag=$("$python" -c 'import sys; print(f"cp{sys.version_info.major}{sys.version_info.minor}")')
 if ! command -v mpicxx >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then
   echo "installing Debian's Open MPI (libopenmpi-dev openmpi-bin) so that Horovod gets its MPI controller"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libopenmpi-dev openmpi-bin >/dev/null 2>&1 \
-    || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libopenmpi-dev openmpi-bin >/dev/null; } \
+  bash "$here/apt-install.sh" libopenmpi-dev openmpi-bin \
     || fail "install Open MPI" "apt-get could not install libopenmpi-dev openmpi-bin"
 fi
 with_mpi=0

@@ -13,7 +13,5 @@ if [ "$(id -u)" != 0 ] || [ ! -f /etc/debian_version ]; then
   exit 0
 fi
 echo "installing Debian's ${missing[*]} for the tests"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 \
-  || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; } \
+bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${missing[@]}" \
   || { echo "setup: step 'install ${missing[*]}' failed: apt-get install ${missing[*]}" >&2; exit 1; }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -31,6 +33,64 @@ def pytest_configure(config):
         "faults: the fault suite (tests/faults): real faults injected into real runs",
     ):
         config.addinivalue_line("markers", line)
+
+
+SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|class|package)["']""")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadgroup`` (pyproject.toml's addopts: ``-n 4 --dist loadgroup``), the
+    work units the xdist workers take are :func:`work_unit` s. (xdist 3.8's own loadgroup reads
+    ``xdist_group`` marks through ``item._nodeid``, which pytest 9 no longer uses: every test
+    would be a unit of its own.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnits(config, log)
+
+
+@functools.cache
+def _shares_a_fixture(module: str) -> bool:
+    path = REPO / module
+    return path.is_file() and SHARED_SCOPE.search(path.read_text()) is not None
+
+
+def work_unit(nodeid: str) -> str:
+    """The tests that one xdist worker runs together, one after another.
+
+    - the fault suite (``tests/faults``) is one unit: its tests time signals against process
+      start-up (a Ctrl-C 0.5 s after the start, a case process that must die within 0.5 s of
+      its client), which several at once on 2 cores make miss;
+    - a module with a module- or class-scoped fixture (one real comparison that several tests
+      read) is one unit, so that the fixture is built once;
+    - every other test is a unit of its own, taken by whichever worker is free.
+
+    Units with more tests start first; other tests may share the machine (each worker has its
+    own tmp_path root; tests name their SLURM jobs, fault tags and ports uniquely).
+
+    >>> work_unit("tests/faults/test_orphans.py::test_x[0.5]")
+    'tests/faults'
+    >>> work_unit("tests/cli/test_compare.py::test_table")
+    'tests/cli/test_compare.py'
+    >>> work_unit("tests/spec/test_load.py::test_x")
+    'tests/spec/test_load.py::test_x'
+    """
+    module = nodeid.split("::")[0]
+    if module.startswith("tests/faults/"):
+        return "tests/faults"
+    return module if _shares_a_fixture(module) else nodeid
+
+
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker: the tests marked ``slow`` first (stable otherwise), so that among
+    the single-test units a long one does not start last and leave the other workers idle."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
