@@ -35,7 +35,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
 
 
-SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|class|package)["']""")
+SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|class|package|session)["']""")
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -66,8 +66,11 @@ def work_unit(nodeid: str) -> str:
     - the fault suite (``tests/faults``) is one unit: its tests time signals against process
       start-up (a Ctrl-C 0.5 s after the start, a case process that must die within 0.5 s of
       its client), which several at once on 2 cores make miss;
-    - a module with a module- or class-scoped fixture (one real comparison that several tests
-      read) is one unit, so that the fixture is built once;
+    - a module with a module-, class- or session-scoped fixture (one real comparison that
+      several tests read, some of them in order: "latest" run of a shared store) is one unit,
+      so that the fixture is built once and its tests keep their order;
+    - a folder whose conftest.py holds such a fixture (``tests/report``'s stores of real runs,
+      ``tests/containers``' image) is one unit, for the same reasons;
     - every other test is a unit of its own, taken by whichever worker is free.
 
     Units with more tests start first; other tests may share the machine (each worker has its
@@ -75,6 +78,8 @@ def work_unit(nodeid: str) -> str:
 
     >>> work_unit("tests/faults/test_orphans.py::test_x[0.5]")
     'tests/faults'
+    >>> work_unit("tests/report/test_crossover.py::test_x")
+    'tests/report'
     >>> work_unit("tests/cli/test_compare.py::test_table")
     'tests/cli/test_compare.py'
     >>> work_unit("tests/spec/test_load.py::test_x")
@@ -83,6 +88,9 @@ def work_unit(nodeid: str) -> str:
     module = nodeid.split("::")[0]
     if module.startswith("tests/faults/"):
         return "tests/faults"
+    folder = module.rpartition("/")[0]
+    if _shares_a_fixture(f"{folder}/conftest.py"):    # e.g. tests/report's stores of real runs
+        return folder
     return module if _shares_a_fixture(module) else nodeid
 
 
