@@ -95,10 +95,13 @@ def work_unit(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """On an xdist worker: the tests marked ``slow`` first (stable otherwise), so that among
-    the single-test units a long one does not start last and leave the other workers idle."""
+    """On an xdist worker: the tests marked ``slow`` and the units of several tests first
+    (stable otherwise), so that among the single-test units a long one does not start last
+    and leave the other workers idle."""
     if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        # a unit of several tests keeps its own order (some read a shared store's latest run)
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None
+                   and work_unit(item.nodeid) == item.nodeid)
 
 
 @pytest.fixture(scope="session")
