@@ -15,6 +15,7 @@ import pytest
 
 from accelml.executors.config import load_cluster_settings, site_jobqueue_config
 from accelml.executors.jobqueue import JobQueueExecutor
+from accelml.executors.jobqueue_adapter import import_jobqueue
 
 from . import casefunctions
 from .casefunctions import job_facts
@@ -91,6 +92,10 @@ def test_dask_jobqueue_defaults_are_not_site_settings():
 def test_site_config_reaches_the_real_slurm_job(slurm_available, tmp_path, capsys):
     site = {"jobqueue.slurm.walltime": "02:30:00",
             "jobqueue.slurm.job-script-prologue": ["export ACCELML_SITE_PROLOGUE=yes"]}
+    # dask-jobqueue's defaults first: a dask.config.set of "jobqueue.*" made before they load
+    # deletes the whole "jobqueue" key on exit, defaults included, for every later test of this
+    # process (8 SLURM tests failed with KeyError 'jobqueue' when xdist ran them after this one)
+    import_jobqueue()
     with dask.config.set(site):
         settings = load_cluster_settings(spec_table={"kind": "slurm", "worker-start-timeout": 300,
                                                      "shared-directory": str(tmp_path / "jobs")})
