@@ -17,6 +17,7 @@ tolerance therefore adds it to both, with no change here.
 from __future__ import annotations
 
 import math
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,6 @@ class CheckReport:
         <?xml version='1.0' encoding='utf-8'?>
         <testsuites name="accelml check" tests="2" failures="1" skipped="1" errors="0">...
         """
-        import xml.etree.ElementTree as ElementTree
-
         failures = {case_id for case_id, _ in self.cases} & {drift.case_id for drift in self.drifts}
         skipped = dict(self.skipped)
         top = ElementTree.Element("testsuites", name=suite, tests=str(len(self.cases)),

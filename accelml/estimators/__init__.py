@@ -35,6 +35,8 @@ Layout (``accelml/estimators/``):
   ``Rename``, ``Convert``, ``Unsupported`` (a value the backend cannot honour is an error,
   the default is the documented mapping). :func:`parameter_table` prints any algorithm's table.
 - ``_estimator.py``: :class:`Estimator`.
+- ``_measurer.py``: what a backend's own measurer (``Backend.measurer``) gets and returns:
+  :class:`MeasureContext` (with the :class:`Turns` of an interleaved group), :class:`Measurements`.
 - one public module per backend: ``sklearn.py``, ``sklearnex.py``, ``xgboost.py``, ``keras.py``.
 
 Adding a backend is one module: ``BACKEND = Backend(name="<name>", summary="...",
@@ -56,6 +58,7 @@ the host, which is the sync), and ``fit`` returns after the device finished trai
 
 from ._algorithms import ALGORITHMS, Algorithm, Objective, Param
 from ._estimator import Estimator, device_sync
+from ._measurer import GO, MeasureContext, Measurements, Turns
 from ._registry import (
     BACKENDS,
     AlgorithmInfo,
@@ -83,10 +86,10 @@ from ._registry import (
 from .sklearn import reference_centroids
 
 __all__ = [
-    "ALGORITHMS", "BACKENDS", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
-    "EveryCase", "ExecutionPath", "FromData", "Implementation", "InvalidChoiceError", "Objective",
-    "Param", "Rename", "RoundClock", "Same", "TranslationRow", "Unsupported", "algorithms", "backend_availability",
-    "check_params", "device_sync",
-    "get_algorithm", "get_backend", "parameter_table", "reference_centroids", "same",
-    "task_of",
+    "ALGORITHMS", "BACKENDS", "GO", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",
+    "EveryCase", "ExecutionPath", "FromData", "Implementation", "InvalidChoiceError",
+    "MeasureContext", "Measurements", "Objective", "Param", "Rename", "RoundClock", "Same",
+    "TranslationRow", "Turns", "Unsupported", "algorithms", "backend_availability",
+    "check_params", "device_sync", "get_algorithm", "get_backend", "parameter_table",
+    "reference_centroids", "same", "task_of",
 ]

@@ -38,12 +38,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from accelml.cases import CaseLike, Expectation, JSONScalar
+from accelml.cases import Case, CaseLike, Expectation, JSONScalar
 from accelml.errors import AccelmlError, UnavailableError
 from accelml.plugins import ExtensionPoint, unknown_choice
 from accelml.probe import Availability
 
 from ._algorithms import ALGORITHMS, Algorithm, Param
+from ._measurer import MeasureContext, Measurements
 
 
 class InvalidChoiceError(AccelmlError, ValueError):
@@ -296,9 +297,11 @@ class Backend:
     ``libraries``: the pip distributions whose versions the environment fingerprint records;
     ``how_to_get``: device -> how to install what is missing (appended to "unavailable");
     ``deep_learning``: cases train neural networks through :mod:`accelml.dl` (with a
-    strategy and workers) instead of fitting an estimator; ``measurer``: 'module:function'
-    that measures a case of this backend in its own process (:mod:`accelml.runner.hooks`;
-    empty: the runner fits and predicts an :class:`Estimator`). ``device_kwargs(device)``: the
+    strategy and workers) instead of fitting an estimator; ``measurer``: the function
+    that measures a case of this backend in its own process (:mod:`accelml.estimators._measurer`;
+    None: the runner fits and predicts an :class:`Estimator`); ``check_case(case)``: for such
+    a backend, raises :class:`~accelml.errors.SpecError` (or ValueError, TypeError) for a case
+    it cannot run as written (loading a spec calls it; None: nothing to check). ``device_kwargs(device)``: the
     library keyword arguments that select a device; ``trace`` (optional): a context manager
     factory yielding a list that receives an :class:`ExecutionPath` for every library call
     made inside it. ``main_phase``: the phase whose speedup is shown first for every case of
@@ -323,7 +326,8 @@ class Backend:
     cross_scale_reason: str = ""
     how_to_get: Mapping[str, str] = field(default_factory=dict)
     deep_learning: bool = False
-    measurer: str = ""
+    measurer: Callable[[Case, MeasureContext], Measurements] | None = None
+    check_case: Callable[[Case], None] | None = None
     device_kwargs: Callable[[str], Mapping[str, object]] = lambda device: {}
     trace: Callable[[], AbstractContextManager[list[ExecutionPath]]] | None = None
     missing: Mapping[str, str] = field(default_factory=dict)

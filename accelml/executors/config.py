@@ -32,6 +32,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
 import shlex
@@ -390,8 +391,6 @@ def _value_at(settings: ClusterSettings, target: str) -> object:
 
 def _jobqueue_defaults() -> dict[str, object]:
     """dask-jobqueue's packaged defaults (read from its YAML file, without importing it)."""
-    import importlib.util
-
     import yaml
 
     spec = importlib.util.find_spec("dask_jobqueue")

@@ -4,6 +4,7 @@
   case process with its thread settings, enforces time and memory limits, classifies failures.
 - :mod:`accelml.runner.worker`: what runs inside that process (``python -m accelml run-case``).
 - :mod:`accelml.runner.measure`: warm-up, adaptive repeats, device sync, peak memory.
-- :mod:`accelml.runner.hooks`: how non-estimator backends (keras) plug their measurement in.
+- a backend that measures its own cases (keras) names its measurer in its record
+  (``Backend.measurer``, :mod:`accelml.estimators._measurer`); the worker calls it.
 - :mod:`accelml.runner.environment`: the environment fingerprint and its hash.
 """

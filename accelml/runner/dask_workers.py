@@ -39,6 +39,7 @@ import gc
 import importlib
 import logging
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -52,12 +53,11 @@ import numpy as np
 from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, UnavailableError
-from accelml.estimators import Estimator, get_backend, task_of
+from accelml.estimators import Estimator, MeasureContext, Measurements, get_backend, task_of
 from accelml.executors.tls import TemporaryCredentials
 from accelml.probe import list_gpus
 from accelml.results.records import PhaseTiming
 from accelml.results.store import array_digest
-from accelml.runner.hooks import MeasureContext, Measurements
 from accelml.runner.measure import host_copy, repeat_until_stable
 from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
@@ -139,8 +139,6 @@ def visible_gpus(workers: int) -> tuple[str, ...]:
 
 def _peak_rss_bytes() -> int:
     """This process's peak resident memory (run on each worker)."""
-    import resource
-
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import socket
+import subprocess
 import sys
 
 from accelml.cases import Container
@@ -95,8 +96,6 @@ def fingerprint(threads: int | None = None) -> Environment:
 def fingerprint_inside(container: Container, threads: int | None) -> Environment:
     """The fingerprint a process in ``container`` takes (``python -m accelml.runner.environment``
     run there)."""
-    import subprocess
-
     environment = {name: value for name, value in os.environ.items() if name != RANK_CONTAINER_VARIABLE}
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     wrapped = wrap(container, [container.python, "-m", "accelml.runner.environment", str(threads or "")],

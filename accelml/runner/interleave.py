@@ -46,9 +46,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelml.cases import INTERLEAVED
+from accelml.estimators import GO
 from accelml.executors.resources import CaseNeeds
 from accelml.results.records import PhaseTiming, paired_ratio
-from accelml.runner.measure import GO
 from accelml.runner.process import CaseOutput, CaseTask, TurnControl, run_case_process
 
 POLL_S = 0.5

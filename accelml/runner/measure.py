@@ -23,18 +23,17 @@ repeat (``warmup_note`` says so): a second 15-second fit would buy nothing.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
-from accelml.estimators import device_sync
+from accelml.estimators import Turns, device_sync
 from accelml.results.records import PhaseTiming
 
 
@@ -57,57 +56,6 @@ def host_copy(value: Any) -> Any:
         return np.asarray(value)
     except Exception:   # sparse matrices and other results: they are already on the host
         return value
-
-
-GO = "go"
-"""The coordinator's command for one timed round; ``stop REASON`` ends the rounds."""
-
-
-class Turns:
-    """A case process's end of the turn pipes of an interleaved comparison group
-    (:mod:`accelml.runner.interleave`): it waits for its turn before each timed round and
-    tells the coordinator what the round measured; the coordinator decides when rounds stop.
-
-    Lines go both ways: the coordinator sends ``go`` or ``stop REASON``; the case answers
-    ``{"ready": {phase: seconds}}`` once its warm-up is done (the phases whose first run
-    counted) and ``{"round": {phase: seconds}}`` after each round. A case that has a fixed
-    number of rounds to give (a training's epochs after the first) says so when it is ready,
-    ``{"ready": {}, "fixed": {"rounds": n}}``: stopping it sooner would save no time, and
-    its process ends by itself after its last round.
-    """
-
-    def __init__(self, commands: IO[str], replies: IO[str]):
-        self._commands, self._replies = commands, replies
-
-    @classmethod
-    def from_fds(cls, fds: tuple[int, int]) -> Turns:
-        """The turns over the inherited descriptors ``(commands, replies)``."""
-        return cls(os.fdopen(fds[0], "r"), os.fdopen(fds[1], "w"))
-
-    def _send(self, message: dict[str, dict[str, float]]) -> None:
-        self._replies.write(json.dumps(message) + "\n")
-        self._replies.flush()
-
-    def ready(self, counted: dict[str, float], rounds: int | None = None) -> None:
-        """Warmed up (``counted``: the phases whose first run counted); ``rounds``: the
-        fixed number of rounds this case gives (None: as many as the coordinator asks for)."""
-        message = {"ready": counted}
-        if rounds is not None:
-            message["fixed"] = {"rounds": float(rounds)}
-        self._send(message)
-
-    def report(self, measured: dict[str, float]) -> None:
-        self._send({"round": measured})
-
-    def next(self) -> str | None:
-        """Wait for the next command: None for a round, else why the rounds stop. Raises
-        :class:`RuntimeError` when the coordinator is gone (its pipe closed without a word):
-        the case ends at once instead of measuring on for nobody."""
-        line = self._commands.readline()
-        if not line:
-            raise RuntimeError("the coordinator of its comparison group is gone")
-        line = line.strip()
-        return None if line == GO else line.removeprefix("stop").strip()
 
 
 @dataclass(frozen=True)
@@ -256,8 +204,6 @@ class GPUMemorySampler:
         return self
 
     def _sample(self) -> int:
-        import os
-
         import psutil
         import pynvml
 

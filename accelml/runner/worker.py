@@ -38,7 +38,7 @@ import numpy as np
 from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, ProcessKilled, UnavailableError
-from accelml.estimators import Estimator, get_backend, task_of
+from accelml.estimators import Estimator, MeasureContext, Measurements, Turns, get_backend, task_of
 from accelml.expectations import is_deep_learning
 from accelml.results.records import (
     ArrayRef,
@@ -51,10 +51,8 @@ from accelml.results.store import array_digest, array_to_npy_bytes
 from accelml.runner.dask_workers import measure_on_workers
 from accelml.runner.determinism import apply as apply_deterministic_mode
 from accelml.runner.environment import fingerprint
-from accelml.runner.hooks import MeasureContext, Measurements, measurer_for
 from accelml.runner.measure import (
     GPUMemorySampler,
-    Turns,
     host_copy,
     peak_host_memory_bytes,
     repeat_until_stable,
@@ -264,7 +262,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             # The client already set the environment (before any library was imported here);
             # this seeds Python's and NumPy's global generators.
             apply_deterministic_mode(case, threads=threads)
-        measurer = measurer_for(case.backend) or (
+        measurer = get_backend(case.backend).measurer or (
             measure_on_workers if case.workers > 1 else measure_estimator)
         with GPUMemorySampler() as gpu_memory:
             if threads is not None:

@@ -78,7 +78,6 @@ from accelml.containers import container_from
 from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.datasets.loaders import FILE_FORMATS, file_problem
 from accelml.datasets.registry import NAMED_SOURCES, dataset_task
-from accelml.dl.config import TrainingConfig, training_config_dict
 from accelml.dl.models import MODELS
 from accelml.dl.strategies import STRATEGIES_POINT, default_strategy
 from accelml.errors import AccelmlError, SpecError
@@ -556,11 +555,14 @@ def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device:
 
 def _check_training(spec: _Spec, where: str, model: str, backend: str, device: str, workers: int,
                     strategy: str, dataset: DatasetSpec, params: dict[str, Any]) -> None:
-    """Validate a keras case through the deep-learning package's own config."""
+    """Validate a training case through its backend's own check (``Backend.check_case``)."""
     probe = Case(algorithm=model, backend=backend, device=device, dataset=dataset,
                  workers=workers, strategy=strategy, params=tuple(sorted(params.items())))
+    check_case = BACKENDS.get(backend).check_case
+    if check_case is None:
+        return
     try:
-        TrainingConfig.from_dict(training_config_dict(probe))
+        check_case(probe)
     except SpecError as error:
         raise spec.error(where, str(error)) from None
     except (TypeError, ValueError) as error:

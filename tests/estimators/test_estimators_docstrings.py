@@ -11,6 +11,7 @@ MODULES = [
     "accelml.estimators",
     "accelml.estimators._estimator",
     "accelml.estimators._registry",
+    "accelml.estimators.keras",
     "accelml.estimators.sklearnex",
 ]
 

@@ -6,9 +6,9 @@ import pytest
 from accelml.cases import INTERLEAVED
 from accelml.compare import run_experiment
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
+from accelml.estimators.keras import measurements_from_training
 from accelml.report.speed import scaling
 from accelml.results.store import ResultsStore
-from accelml.runner.hooks import measurements_from_training
 from accelml.spec.load import load_spec_text
 
 SPEC = """

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow, probe_torch
-from accelml.dl.strategies._record import (
+from accelml.dl.config import (
     ALLREDUCE,
     AUTO,
     FLOAT32,
@@ -46,6 +45,7 @@ from accelml.dl.strategies._record import (
     strategy_libraries,
     strategy_named,
 )
+from accelml.dl.engines import probe_jax, probe_keras, probe_tensorflow, probe_torch
 from accelml.probe import Availability
 
 __all__ = ["ALLREDUCE", "AUTO", "FLOAT32", "LAUNCHERS", "LOCAL_PROCESSES", "NO_LISTENER", "SRUN",

@@ -1,9 +1,9 @@
-"""The deep-learning hook: a keras case becomes a TrainingConfig, its result becomes records."""
+"""The keras backend: a keras case becomes a TrainingConfig, its result becomes records."""
 
 import pytest
 
-from accelml.dl.config import training_config_dict
-from accelml.runner.hooks import measure_keras, measurements_from_training, measurer_for
+from accelml.estimators import get_backend
+from accelml.estimators.keras import measure_keras, measurements_from_training, training_config_dict
 from accelml.spec.load import load_spec_text
 
 dl_config = pytest.importorskip("accelml.dl.config")
@@ -35,7 +35,7 @@ def test_keras_case_becomes_a_training_config():
     assert (config.batch_size, config.global_batch_size, config.epochs) == (16, 32, 3)
     assert config.scaled_learning_rate == pytest.approx(0.04)
     assert config.train_samples == 512
-    assert measurer_for("keras") is measure_keras and measurer_for("sklearn") is None
+    assert get_backend("keras").measurer is measure_keras and get_backend("sklearn").measurer is None
 
 
 def test_training_result_becomes_epoch_timings_without_the_first_epoch():
