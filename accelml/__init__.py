@@ -68,7 +68,7 @@ import importlib  # noqa: E402  (after the handler)
 from typing import TYPE_CHECKING  # noqa: E402
 
 if TYPE_CHECKING:  # what type checkers see of the names _LAZY imports on first use ("as": re-exported)
-    from accelml.compare import compare as compare
+    from accelml.comparison import compare as compare
     from accelml.errors import AccelmlError as AccelmlError
     from accelml.errors import SpecError as SpecError
     from accelml.errors import UnavailableError as UnavailableError
@@ -82,7 +82,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Estimator": ("accelml.estimators", "Estimator"),
     "backends": ("accelml.machine", "probe_all"),
-    "compare": ("accelml.compare", "compare"),
+    "compare": ("accelml.comparison", "compare"),
     "AccelmlError": ("accelml.errors", "AccelmlError"),
     "SpecError": ("accelml.errors", "SpecError"),
     "UnavailableError": ("accelml.errors", "UnavailableError"),

@@ -112,7 +112,8 @@ ADAPTIVE = "{{min = 3, max = 6, target = 0.05, skip_warmup_after = {skip}}}"
 
 
 def run_policy(label: str, repeats: str, scale: float, threads: int, results: Path, cache: Path):
-    from accelml.compare import Comparison, run_experiment
+    from accelml.comparison import Comparison
+    from accelml.orchestration import run_experiment
     from accelml.results.store import ResultsStore
     from accelml.spec.load import load_spec_text
 

@@ -43,7 +43,8 @@ PHASES = ("fit", "predict")
 
 def run_once(measurement: str, index: int, scale: float, threads: int, skip: float,
              directory: Path, max_rounds: int = 6):
-    from accelml.compare import Comparison, run_experiment
+    from accelml.comparison import Comparison
+    from accelml.orchestration import run_experiment
     from accelml.results.store import ResultsStore
     from accelml.spec.load import load_spec_text
 

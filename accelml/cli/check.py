@@ -22,7 +22,7 @@ existing baseline file has), and exits 0. The baseline is indented JSON, for rev
     python -m accelml check --run 20261126T051502-3fa9c1 --baseline repro-baseline.json
 
 ``--deterministic`` runs the spec in deterministic mode, as the spec's ``deterministic =
-true`` does (``run_experiment(deterministic=True)``, :func:`accelml.compare.plan_run`): a
+true`` does (``run_experiment(deterministic=True)``, :func:`accelml.orchestration.plan_run`): a
 seed is filled in wherever a case leaves ``random_state`` unset (which changes those cases'
 ids), keras cases train with TF op determinism, every case process gets ``PYTHONHASHSEED``,
 the TF/cuDNN/XLA determinism variables and ``HOROVOD_FUSION_THRESHOLD=0``, and the run is
@@ -41,10 +41,10 @@ from accelml.agreement.check import check_run
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available, progress_line
 from accelml.cli.output import ensure_writable, write_or_fail
-from accelml.compare import run_experiment
 from accelml.errors import SpecError
 from accelml.executors.arguments import non_negative_int, positive_int
 from accelml.executors.config import ClusterSettings
+from accelml.orchestration import run_experiment
 from accelml.report.runs import resolve_run
 from accelml.results.records import CaseResult
 from accelml.results.store import ResultsStore

@@ -41,13 +41,7 @@ from accelml.agreement.matrix import case_label
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available, progress_line, split_unavailable
 from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
-from accelml.compare import (
-    RESUME_SETTINGS_NOTE,
-    Comparison,
-    plan_run,
-    run_experiment,
-    stored_experiment,
-)
+from accelml.comparison import Comparison
 from accelml.errors import Interrupted, SpecError, interrupt_on
 from accelml.executors import ensure_available, ensure_scale, submits_jobs
 from accelml.executors.arguments import (
@@ -55,6 +49,7 @@ from accelml.executors.arguments import (
     progress_for,
     settings_from_args,
 )
+from accelml.orchestration import RESUME_SETTINGS_NOTE, plan_run, run_experiment, stored_experiment
 from accelml.report.crossover import crossovers
 from accelml.report.table import fit_table, json_clean, legend, row_styles, to_json
 from accelml.report.terminal import crossover_text
@@ -100,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _experiment(args: argparse.Namespace) -> tuple[Experiment, RunRecord | None]:
     """The spec to run (with ``--resume`` and no SPEC: the one stored with the run, checked,
-    without its ``[cluster]`` table: :func:`accelml.compare.stored_experiment`), and the run
+    without its ``[cluster]`` table: :func:`accelml.orchestration.stored_experiment`), and the run
     being resumed."""
     if args.resume is None:
         return load_spec(args.spec), None

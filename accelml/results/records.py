@@ -667,7 +667,7 @@ class RunRecord(JSONRecord):
     environment: Environment | None = None
     case_ids: tuple[str, ...] = field(default=())   # every planned case, in spec order
     deterministic: bool = False    # ran in deterministic mode (accelml.runner.determinism)
-    spec_signature: str = ""       # HMAC of spec_text and spec_path with its user's key (accelml.compare)
+    spec_signature: str = ""       # HMAC of spec_text and spec_path with its user's key (accelml.orchestration)
     schema_version: int = SCHEMA_VERSION
 
     RUNNING = "running"

@@ -136,7 +136,7 @@ def array_to_npy_bytes(array: np.ndarray) -> bytes:
 
 
 RUN_ID_CHARACTERS = re.compile(r"[A-Za-z0-9.:+-]+")
-"""What a run id (or a prefix of one) is made of: :func:`accelml.compare.new_run_id` gives
+"""What a run id (or a prefix of one) is made of: :func:`accelml.orchestration.new_run_id` gives
 ``20261126T051502-3fa9c1``; nothing that a pattern would read as a wildcard."""
 
 

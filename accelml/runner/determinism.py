@@ -184,7 +184,7 @@ def deterministic_experiment(experiment: Experiment, seed: int | None = None
     runner, which sets them per case. The spec text (and its hash) is unchanged, so
     ``--resume`` keeps working as long as the resumed run is deterministic too. Applying it
     twice changes nothing. Runs get here only through
-    :func:`accelml.compare.plan_run` (``run_experiment(deterministic=...)``).
+    :func:`accelml.orchestration.plan_run` (``run_experiment(deterministic=...)``).
 
     >>> from accelml.spec.load import load_spec_text
     >>> spec = load_spec_text(

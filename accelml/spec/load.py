@@ -572,7 +572,7 @@ def _check_training(spec: _Spec, where: str, model: str, backend: str, device: s
 def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str) -> Experiment:
     """Validate a parsed TOML document and expand its cases, as the spec writes them:
     ``deterministic = true`` is recorded in ``Experiment.deterministic`` and applied by the
-    run that runs it (:func:`accelml.compare.plan_run` fills in the seeds)."""
+    run that runs it (:func:`accelml.orchestration.plan_run` fills in the seeds)."""
     spec = _Spec(source)
     _check_integers(spec, document, "")
     spec.check_keys(document, EXPERIMENT_KEYS, "")

@@ -55,6 +55,37 @@ def toml_value(value: object) -> str:
     return repr(value)
 
 
+def toml_document(document: Mapping[str, object]) -> str:
+    """``document`` as a TOML file: its plain keys first, then a ``[key.name]`` section for
+    each table of a table of tables and a ``[[key]]`` section for each table of an array of
+    tables; every value inline (:func:`toml_value`).
+
+    >>> print(toml_document({"datasets": {"d": {"source": "file"}}, "name": "x",
+    ...                      "cases": [{"algorithm": ["kmeans"], "params": {"k": 2}}]}), end="")
+    name = "x"
+    <BLANKLINE>
+    [datasets.d]
+    source = "file"
+    <BLANKLINE>
+    [[cases]]
+    algorithm = ["kmeans"]
+    params = {k = 2}
+    """
+    def tables(value: object) -> list[tuple[str, Mapping[str, object]]]:
+        if isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+            return [(f".{name}", table) for name, table in value.items()]
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            return [("", table) for table in value]
+        return []
+
+    lines = [f"{key} = {toml_value(value)}" for key, value in document.items() if not tables(value)]
+    for key, value in document.items():
+        for name, table in tables(value):
+            header = f"[{key}{name}]" if name else f"[[{key}]]"
+            lines += ["", header, *(f"{k} = {toml_value(v)}" for k, v in table.items())]
+    return "\n".join(lines) + "\n"
+
+
 def owned_defaults() -> dict[str, str]:
     """Defaults read from their owners: the repeat policy, the data generator's signature and
     the training config."""

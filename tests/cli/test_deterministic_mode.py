@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from accelml.cli import main
-from accelml.compare import plan_run
+from accelml.orchestration import plan_run
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from accelml.compare import Comparison
+from accelml.comparison import Comparison
 from accelml.report.frame import FRAME_COLUMNS, JSON_RECIPE, SAMPLE_COLUMNS
 from accelml.results.store import ResultsStore
 from tests.cli.terminal import in_terminal, piped

@@ -32,7 +32,7 @@ def test_the_case_process_loads_only_its_own_command():
     modules = imported_by("run-case", "--help")
     assert "accelml.cli.run_case" in modules and "accelml.runner.worker" in modules
     assert not {"accelml.cli.compare", "accelml.cli.report", "accelml.report.render",
-                "accelml.compare", "matplotlib"} & modules
+                "accelml.comparison", "accelml.orchestration", "matplotlib"} & modules
 
 
 def test_backends_lists_without_loading_a_framework():
@@ -50,4 +50,4 @@ def test_the_command_list_imports_no_command_module():
     1.4 s importing every command (issue 33)."""
     modules = imported_by("--help")
     assert not {name for name in modules if name.startswith("accelml.cli.")}
-    assert not {"numpy", "rich", "accelml.report", "accelml.compare"} & modules
+    assert not {"numpy", "rich", "accelml.report", "accelml.comparison"} & modules

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from accelml.cli import main
-from accelml.compare import spec_signature
+from accelml.orchestration import spec_signature
 from accelml.results.records import RunRecord
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec_text

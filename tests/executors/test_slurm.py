@@ -221,7 +221,7 @@ def test_a_job_that_never_starts_fails_its_cases_with_the_queue_reason(slurm_ava
 
 
 def test_smoke_spec_through_slurm_gives_the_local_prediction_digests(slurm_available, tmp_path):
-    from accelml.compare import run_experiment
+    from accelml.orchestration import run_experiment
     from accelml.results.store import ResultsStore
     from accelml.spec.load import load_spec
 

@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("accelml.spec", "accelml.runner"),
     ("accelml.agreement",),
     ("accelml.report", "accelml.machine"),
-    ("accelml.compare", "accelml.testing"),
+    ("accelml.orchestration", "accelml.testing"),
+    ("accelml.comparison",),
     ("accelml.cli", "accelml.__main__"),
 )
 """Every module of accelml belongs to the layer of its longest listed prefix."""

@@ -14,7 +14,7 @@ from accelml.agreement.baseline import Baseline, make_baseline
 from accelml.agreement.check import check_run
 from accelml.agreement.matrix import agreement_matrix
 from accelml.cli import main
-from accelml.compare import default_threads, new_run_id, run_experiment
+from accelml.orchestration import default_threads, new_run_id, run_experiment
 from accelml.results.records import RunRecord, utc_now
 from accelml.results.store import ResultsStore
 from accelml.runner.determinism import deterministic_experiment

@@ -24,7 +24,7 @@ def test_compare_in_memory_data(tmp_path):
     table = result.table()
     assert "kmeans" in table and "sklearnex" in table and "ref" in table
     # everything is in the store, readable later by any reader
-    from accelml.compare import Comparison
+    from accelml.comparison import Comparison
 
     again = Comparison.from_store(result.store, result.run_id)
     assert again.results == result.results
@@ -40,12 +40,17 @@ def test_compare_in_memory_data(tmp_path):
     assert report.run.run_id == result.run_id and (tmp_path / "report.json").exists()
 
 
-def test_accelml_compare_stays_callable_after_the_module_is_imported():
+def test_accelml_compare_is_a_plain_function_whatever_is_imported():
     import importlib
+    import inspect
 
-    importlib.import_module("accelml.compare")
-    assert callable(accelml.compare)
-    assert accelml.compare.Comparison is not None
+    for name in ("accelml.comparison", "accelml.orchestration", "accelml.cli.compare"):
+        importlib.import_module(name)
+    from accelml import compare
+
+    assert inspect.isfunction(accelml.compare) and compare is accelml.compare
+    assert compare is importlib.import_module("accelml.comparison").compare
+    assert list(inspect.signature(compare).parameters)[:3] == ["algorithm", "backends", "data"]
 
 
 def test_deterministic_compare_fills_in_the_seed(tmp_path):

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 import pytest
 
 from accelml.cases import Case, DatasetSpec
-from accelml.compare import plan_run, run_experiment
 from accelml.errors import SpecError
 from accelml.executors import ensure_scale
 from accelml.executors.local import LocalExecutor
+from accelml.orchestration import plan_run, run_experiment
 from accelml.probe import list_gpus, usable_cores
 from accelml.results.store import ResultsStore
 from accelml.runner.process import CaseTask, execute_case

@@ -76,7 +76,7 @@ def test_a_comparison_interleaves_its_cases_and_the_store_keeps_the_rounds(tmp_p
     assert compared.phase_speedups[0].measurement == INTERLEAVED
     assert "paired)" in res.table()
     # the store keeps the rounds: the speed-up is recomputed from it alone
-    again = accelml.compare.Comparison.from_store(accelml.results.store.ResultsStore(tmp_path),
+    again = accelml.comparison.Comparison.from_store(accelml.results.store.ResultsStore(tmp_path),
                                                   res.run_id)
     assert again.speedup() == res.speedup()
 

@@ -4,9 +4,9 @@ with the training's 1-worker case, its ranks held warm between turns (real proce
 import pytest
 
 from accelml.cases import INTERLEAVED
-from accelml.compare import run_experiment
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.estimators.keras import measurements_from_training
+from accelml.orchestration import run_experiment
 from accelml.report.speed import scaling
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec_text

@@ -11,10 +11,10 @@ import pytest
 
 from accelml.agreement.baseline import make_baseline
 from accelml.agreement.matrix import agreement_matrix, compare_results
-from accelml.compare import run_experiment
 from accelml.errors import SpecError
 from accelml.executors.config import load_cluster_settings
 from accelml.executors.resources import CaseNeeds
+from accelml.orchestration import run_experiment
 from accelml.report.matrix_table import format_matrix
 from accelml.report.table import build_rows
 from accelml.results.store import ResultsStore

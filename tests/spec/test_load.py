@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from accelml.compare import plan_run
 from accelml.errors import SpecError
+from accelml.orchestration import plan_run
 from accelml.spec.load import load_spec, load_spec_text
 
 REPEATS = "repeats = {min = 2, max = 4, target = 0.1}"
