@@ -211,19 +211,19 @@ def test_no_import_cycle() -> None:
 
 
 def test_the_scan_sees_what_it_must_refuse() -> None:
-    modules = frozenset({"accelml.report", "accelml.cases", "accelml.compare",
+    modules = frozenset({"accelml.report", "accelml.cases", "accelml.comparison",
                          "accelml.runner.hooks", "accelml.results.store"})
     source = ("from accelml.report import table\n"
               "def f():\n    from accelml.cases import Case\n    import json\n    import numpy\n"
               "from typing import TYPE_CHECKING\n"
-              "if TYPE_CHECKING:\n    from accelml.compare import compare\n"
+              "if TYPE_CHECKING:\n    from accelml.comparison import compare\n"
               "MEASURER = 'accelml.runner.hooks:measure_keras'\n"
               "TEXT = 'see accelml.runner.hooks'\n")
     found = references(ast.parse(source), "accelml.results.store", modules)
     assert found == [Reference(1, "accelml.report", "module"),
                      Reference(3, "accelml.cases", "function"),
                      Reference(4, "json", "function"), Reference(5, "numpy", "function"),
-                     Reference(8, "accelml.compare", "typing"),
+                     Reference(8, "accelml.comparison", "typing"),
                      Reference(9, "accelml.runner.hooks", "string")]
     problems = problems_of("accelml.results.store", found)
     assert [problem.split(":")[0] for problem in problems] == [
