@@ -129,9 +129,12 @@ def _table(report: RunReport) -> dict[str, Any]:
             "ranks": "–" if row.ranks_identical is None else ranks_text(row),
             "ranks_bad": row.ranks_identical is False,
             "optimum": row.optimum.reason if row.different_optimum and row.optimum else "",
+            "busy_host": "" if row.busy_host is None else
+                         f"load {row.busy_host[0]:.1f} on {row.busy_host[1]} cores",
         })
     return {"rows": body, "show_epoch": show_epoch,
             "show_iterations": any(row.iterations is not None for row in rows),
+            "show_busy_host": any(row.busy_host is not None for row in rows),
             "show_ranks": any(row.ranks_identical is not None for row in rows), "show_workers": show_workers,
             "show_strategy": show_strategy, "show_params": bool(names),
             "common_params": " ".join(f"{key}={value}" for key, value in common.items()),

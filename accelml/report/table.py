@@ -136,6 +136,7 @@ class Row:
     images_per_worker: float | None = None      # DL: images/s per worker (per GPU on GPUs)
     open_listeners: str = ""                     # what a stranger could reach (unauthenticated)
     container: str = ""                          # where it ran: "" (the host) or runtime:image
+    busy_host: tuple[float, int] | None = None   # (load, cores): other work shared its cores
 
     @property
     def different_optimum(self) -> bool:
@@ -275,12 +276,14 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             open_listeners="" if result.dl is None or result.dl.listeners_authenticated
             else result.dl.listeners,
             container="" if result.container is None else result.container.label,
+            busy_host=result.busy_host,
         ))
     return rows
 
 
 def _status_text(row: Row, note: int | None = None) -> str:
     flags = (", oversubscribed" if row.oversubscribed else "") + \
+        (", busy host" if row.busy_host is not None else "") + \
         (", unauthenticated listeners" if row.open_listeners else "")
     if row.status == "ok":
         text = ("ok, noisy" if row.noisy else "ok") + flags
@@ -562,6 +565,12 @@ def legend(rows: list[Row], width: int | None = None) -> str:
     if any(row.iterations is not None for row in rows) and \
             any("iterations" in heading for heading in layout.headings):
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
+    busy = [row.busy_host for row in rows if row.busy_host is not None]
+    if busy:
+        load, cores = max(busy, key=lambda found: found[0] / found[1])
+        notes.append(f"busy host: the host's 1-minute load average exceeded its cores while the case "
+                     f"ran (highest: {load:.1f} on {cores} cores); other work shared them, so its "
+                     "times and speedups may not repeat")
     for where in dict.fromkeys(row.open_listeners for row in rows if row.open_listeners):
         notes.append(f"unauthenticated listeners: {where}")
     if any(row.warmup_note for row in rows):

@@ -555,6 +555,7 @@ class CaseResult(JSONRecord):
     turn_group: tuple[str, ...] = ()              # interleaved: the group's case ids in turn order, reference first
     measurement_note: str = ""                    # why a case of an interleaving run was measured isolated
     container: Container | None = field(default=None, metadata=OMIT_NONE)   # the image it was told to run in
+    host_load: tuple[float, ...] = ()             # 1-minute load average where it ran: at its start, at its result
     schema_version: int = SCHEMA_VERSION
 
     OK = "ok"
@@ -571,7 +572,7 @@ class CaseResult(JSONRecord):
                threads: int | None = None, attempts: int = 1, started_at: str = "",
                wall_seconds: float | None = None, peak_host_memory_bytes: int | None = None,
                timings: tuple[PhaseTiming, ...] = (), environment: Environment | None = None,
-               ) -> CaseResult:
+               host_load: tuple[float, ...] = ()) -> CaseResult:
         """The result of ``case`` that failed for ``reason`` (its first line is kept), finished now.
 
         Every failed result is made here: by the case process for an exception, by the
@@ -596,6 +597,7 @@ class CaseResult(JSONRecord):
             peak_host_memory_bytes=peak_host_memory_bytes, threads=threads,
             environment=environment, started_at=started_at, finished_at=utc_now(),
             wall_seconds=wall_seconds, attempts=attempts, container=case.container,
+            host_load=host_load,
         )
 
     @property
@@ -611,6 +613,26 @@ class CaseResult(JSONRecord):
     @property
     def env_hash(self) -> str | None:
         return None if self.environment is None else self.environment.env_hash
+
+    @property
+    def busy_host(self) -> tuple[float, int] | None:
+        """``(load, cores)`` when the host's 1-minute load average, at the case's start or at
+        its result, was above its logical cores: other work shared the cores its times were
+        taken on, so they (and its speedups) may not repeat. ``None`` otherwise, or unknown.
+
+        >>> from accelml.results.records import Environment
+        >>> env = Environment("3.12", "linux", "cpu", 2, 2, 2, ())
+        >>> CaseResult("r", "c", "kmeans", "sklearn", "cpu", "d", "ok", environment=env,
+        ...            host_load=(1.2, 5.25)).busy_host
+        (5.25, 2)
+        >>> CaseResult("r", "c", "kmeans", "sklearn", "cpu", "d", "ok", environment=env,
+        ...            host_load=(1.2, 1.9)).busy_host is None
+        True
+        """
+        if not self.host_load or self.environment is None:
+            return None
+        load, cores = max(self.host_load), self.environment.logical_cores
+        return (load, cores) if load > cores else None
 
     @property
     def noisy(self) -> bool:

@@ -241,6 +241,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
     """Run the case ``inputs`` describes (see :mod:`accelml.runner.process`); never raises."""
     ready = time.time()
     started_at = utc_now()
+    load_at_start = os.getloadavg()[0]
     case = inputs.case
     arrays_dir = Path(inputs.arrays_dir)
     threads = inputs.threads
@@ -301,7 +302,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             dataset_info=measured.dataset_info, dl=measured.dl, boosting=measured.boosting,
             finished_at=utc_now(),
             stopped_because=measured.stopped_because, iterations=measured.iterations,
-            warmup_note=measured.warmup_note,
+            warmup_note=measured.warmup_note, host_load=(load_at_start, os.getloadavg()[0]),
         )
         document = CaseDocument(result, tuple(stored))
     except BaseException as error:  # any failure of the case becomes its recorded reason
@@ -319,6 +320,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             case, inputs.run_id, kind, _one_line(error), threads=threads, attempts=attempts,
             started_at=started_at, timings=(PhaseTiming.from_samples("startup", [startup]),),
             peak_host_memory_bytes=peak_host_memory_bytes(), environment=fingerprint(threads),
+            host_load=(load_at_start, os.getloadavg()[0]),
         )
         document = CaseDocument(result, traceback=traceback.format_exc())
     return document
