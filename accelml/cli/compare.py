@@ -60,7 +60,7 @@ from accelml.report.table import fit_table, json_clean, legend, row_styles, to_j
 from accelml.report.terminal import crossover_text
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
-from accelml.runner.environment import other_runs
+from accelml.runner.fingerprint import other_runs
 from accelml.spec.load import load_spec
 
 

@@ -28,7 +28,7 @@ from accelml.agreement.matrix import Agreement, AgreementMatrix, RunToRun
 from accelml.cases import canonical_json
 from accelml.errors import AccelmlError
 from accelml.report import plots
-from accelml.report.compare_runs import RunComparison
+from accelml.report.against import RunComparison
 from accelml.report.labels import params_text, varying_params
 from accelml.report.speed import PHASES, scaling, speedups
 from accelml.results.records import CaseResult, RunRecord

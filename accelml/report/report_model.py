@@ -13,7 +13,7 @@ from typing import Any
 
 from accelml.agreement.matrix import ENGINE_PARAMS, AgreementMatrix, agreement_matrix, cross_strategy_pairs
 from accelml.report import plots
-from accelml.report.compare_runs import RunComparison
+from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover, crossovers
 from accelml.report.environment import environment_fields
 from accelml.report.export import COLUMNS, table_records, write_csv

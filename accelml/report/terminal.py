@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from accelml.report import plots
-from accelml.report.compare_runs import RunComparison
+from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover
 from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, worker_unit
 from accelml.results.records import RunRecord

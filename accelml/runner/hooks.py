@@ -1,6 +1,6 @@
 """How a backend that is not a scikit-learn-style estimator plugs into the runner.
 
-The runner measures classical backends itself (:mod:`accelml.runner.worker`). For a
+The runner measures classical backends itself (:mod:`accelml.runner.run_case`). For a
 backend whose record names a measurer (``Backend.measurer``, 'module:function') it instead
 calls that function, inside the case's own process, and stores what it returns:
 
@@ -48,7 +48,7 @@ from accelml.results.records import (
     PhaseTiming,
     Score,
 )
-from accelml.runner.measure import Turns
+from accelml.runner.timing import Turns
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class MeasureContext:
     threads: int | None
     turns: Turns | None = None
     """Set in an interleaved comparison group: a measurer that repeats rounds passes it to
-    :func:`accelml.runner.measure.repeat_until_stable` (one that does not, e.g. a training's
+    :func:`accelml.runner.timing.repeat_until_stable` (one that does not, e.g. a training's
     epochs, is measured alone in its turn)."""
     logs_dir: str | None = None     # where launchers' and ranks' logs are kept (the store's)
 

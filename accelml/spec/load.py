@@ -84,7 +84,7 @@ from accelml.dl.strategies import STRATEGIES_POINT, default_strategy
 from accelml.errors import AccelmlError, SpecError
 from accelml.estimators import BACKENDS, check_params
 from accelml.estimators import algorithms as algorithm_infos
-from accelml.executors.config import load_cluster_settings
+from accelml.executors.cluster_settings import load_cluster_settings
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,

@@ -22,7 +22,7 @@ from importlib import resources as package_files
 from accelml.cases import RepeatPolicy
 from accelml.datasets.loaders import generated
 from accelml.dl.config import TrainingConfig
-from accelml.executors.config import DEFAULTS_FILE
+from accelml.executors.cluster_settings import DEFAULTS_FILE
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,

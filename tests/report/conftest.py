@@ -38,7 +38,7 @@ from accelml.results import (
     Score,
 )
 from accelml.results.store import array_digest
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "report"

@@ -24,7 +24,7 @@ from accelml.results import (
     ResultsStore,
     Score,
 )
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 
 WIDE = "20261126-090000-3a11de"
 DESCRIPTION = "Horovod vs torch-ddp at two batch sizes, and logistic regression on two backends"

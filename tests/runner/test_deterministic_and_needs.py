@@ -9,7 +9,7 @@ from accelml.cases import Case, DatasetSpec
 from accelml.compare import plan_run, run_experiment
 from accelml.errors import SpecError
 from accelml.executors import ensure_scale
-from accelml.executors.local import LocalExecutor
+from accelml.executors.local_cluster import LocalExecutor
 from accelml.probe import list_gpus, usable_cores
 from accelml.results.store import ResultsStore
 from accelml.runner.process import CaseTask, execute_case

@@ -13,7 +13,7 @@ from accelml.agreement.baseline import make_baseline
 from accelml.agreement.matrix import agreement_matrix, compare_results
 from accelml.compare import run_experiment
 from accelml.errors import SpecError
-from accelml.executors.config import load_cluster_settings
+from accelml.executors.cluster_settings import load_cluster_settings
 from accelml.executors.resources import CaseNeeds
 from accelml.report.matrix_table import format_matrix
 from accelml.report.table import build_rows
