@@ -56,7 +56,7 @@ from accelml.agreement.point import (
     output_task,
     repeats_identical,
 )
-from accelml.cases import Expectation, JSONScalar, case_text
+from accelml.cases import Expectation, JSONScalar
 from accelml.dl.strategies import default_strategy
 from accelml.errors import StoreError
 from accelml.expectations import pair_expectation, run_to_run_expectation
@@ -164,31 +164,24 @@ class RunToRun:
 # ---------------------------------------------------------------- two results
 
 
-def case_label(result: CaseResult) -> str:
-    """A readable name: ``algorithm/backend/device[ xN][ [strategy]] on dataset (params)``
-    (:func:`accelml.cases.case_text`; the default strategy is not named)."""
-    return case_text(result, result.dataset, hidden_strategy=default_strategy().name)
-
-
 def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
-    """The pieces of :func:`case_label` by field, in its order.
+    """The pieces of the case's label (:func:`accelml.cases.case_label`) by field, in its order.
 
     >>> label_parts(CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
     ...                        params=(("n_clusters", 3),)))  # doctest: +NORMALIZE_WHITESPACE
-    (('algorithm', 'kmeans'), ('backend', 'sklearn'), ('device', 'cpu'), ('workers', 'x2'),
+    (('algorithm', 'kmeans'), ('backend', 'sklearn'), ('device', 'cpu'), ('ranks', 'x2'),
      ('strategy', ''), ('dataset', 'blobs'), ('n_clusters', 'n_clusters=3'), ('run', 'r'))
     """
-    shown = result.strategy and result.strategy != default_strategy().name
     return (("algorithm", result.algorithm), ("backend", result.backend),
-            ("device", result.device), ("workers", f"x{result.workers}"),
-            ("strategy", f"[{result.strategy}]" if shown else ""), ("dataset", result.dataset),
-            *((key, f"{key}={value}") for key, value in result.params),
+            ("device", result.device), ("ranks", f"x{result.workers}"),
+            ("strategy", f"[{result.strategy}]" if result.strategy else ""), ("dataset", result.dataset),
+            *((key, f"{key}={value}") for key, value in result.params + result.library_params),
             *((("container", f"in {result.container.label}"),) if result.container else ()),
             ("run", result.run_id))
 
 
 def case_ref(result: CaseResult) -> CaseRef:
-    return CaseRef(result.run_id, result.case_id, case_label(result), label_parts(result))
+    return CaseRef(result.run_id, result.case_id, result.label, label_parts(result))
 
 
 def _compare_array(name: str, a: Outputs, b: Outputs, task: str) -> ArrayAgreement:
@@ -437,7 +430,7 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     reference = reference or run.reference_backend
     results = store.case_results(run.run_id)
     ok = [r for r in results if r.ok]
-    skipped = tuple((case_label(r), r.reason or r.status) for r in results if not r.ok)
+    skipped = tuple((r.label, r.reason or r.status) for r in results if not r.ok)
     repeat_entries = tuple(run_to_run(r, deterministic, store, used) for r in ok)
 
     def comparisons(kind: str, leave_out: tuple[str, ...], is_reference: Callable[[CaseResult], bool],

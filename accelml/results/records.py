@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
-from accelml.cases import ISOLATED, Case, Container, JSONScalar, canonical_json
+from accelml.cases import ISOLATED, Case, Container, JSONScalar, canonical_json, case_label
 from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 2
@@ -601,6 +601,16 @@ class CaseResult(JSONRecord):
     @property
     def ok(self) -> bool:
         return self.status == self.OK
+
+    @property
+    def label(self) -> str:
+        """The case's one name, as its spec ``Case`` has it (:func:`accelml.cases.case_label`).
+
+        >>> CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
+        ...            params=(("n_clusters", 3),)).label
+        'kmeans/sklearn/cpu x2 on blobs (n_clusters=3)'
+        """
+        return case_label(self, self.dataset)
 
     @property
     def skipped(self) -> bool:
