@@ -81,7 +81,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from accelml.agreement.arrays import is_label_array
-from accelml.agreement.matrix import Agreement, agreement_matrix
+from accelml.agreement.matrix import PairAgreement, agreement_matrix
 from accelml.agreement.point import Bounds, Ideal, Measure, Outputs, measures, output_task
 from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.errors import AccelmlError, SpecError
@@ -620,7 +620,7 @@ def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAU
     )
 
 
-def _comparison_entry(agreement: Agreement, measures_used: tuple[Measure, ...],
+def _comparison_entry(agreement: PairAgreement, measures_used: tuple[Measure, ...],
                       previous: Baseline | None, repeats_bitwise: bool) -> BaselineComparison:
     """A comparison of the run with the value of every gated measure. It keeps the reviewed
     tolerances of the ``previous`` baseline's same comparison, else gets the measures' loose

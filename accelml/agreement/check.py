@@ -32,7 +32,7 @@ from accelml.agreement.baseline import (
     Bound,
     array_summary,
 )
-from accelml.agreement.matrix import Agreement, agreement_matrix, pair_of
+from accelml.agreement.matrix import PairAgreement, agreement_matrix, pair_of
 from accelml.agreement.point import MEASURES, Measure, Outputs, Pair, Reading, measures
 from accelml.results.records import CaseResult, FailureKind
 from accelml.results.store import ResultsStore
@@ -258,7 +258,7 @@ class _Checker:
         self.drifts.append(Drift(case.case_id, case.label, metric, old, new, difference,
                                  tolerance, note))
 
-    def check_comparison(self, stored: BaselineComparison, current: Agreement) -> None:
+    def check_comparison(self, stored: BaselineComparison, current: PairAgreement) -> None:
         """Every gated measure of one comparison against the baseline's value."""
         tolerances = stored.tolerances.over(self.baseline.comparison_tolerances)
         values = dict(stored.values)

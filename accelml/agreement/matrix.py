@@ -91,7 +91,7 @@ def _reading(readings: Readings, name: str) -> Reading | None:
 
 
 @dataclass(frozen=True)
-class Agreement:
+class PairAgreement:
     """Two results ``a`` (the reference) and ``b`` compared: each array, each score, and the
     reading of every measure that applied (``readings``, in column order)."""
 
@@ -222,7 +222,7 @@ def pair_of(a: Outputs, b: Outputs) -> Pair:
 def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore | None = None,
                     b: CaseResult | None = None, *, kind: str = "cross-run",
                     deterministic: bool = True,
-                    measures_used: Sequence[Measure] | None = None) -> Agreement:
+                    measures_used: Sequence[Measure] | None = None) -> PairAgreement:
     """Every measure between result ``a`` (reference) and result ``b``.
 
     The results may come from two stores (two machines): pass ``store_b``; otherwise both
@@ -237,7 +237,7 @@ def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore 
                      if (reading := measure.between(pair)) is not None)
     notes = tuple(dict.fromkeys(note for measure in (measures_used or measures())
                                 if (note := measure.reason(pair)) is not None))
-    return Agreement(kind, case_ref(a), case_ref(b), arrays, scores,
+    return PairAgreement(kind, case_ref(a), case_ref(b), arrays, scores,
                      bitwise_identical(arrays, a, b), pair_expectation(a, b, deterministic),
                      readings, notes)
 
@@ -352,23 +352,23 @@ class AgreementMatrix:
     run_id: str
     reference: str | None
     run_to_run: tuple[RunToRun, ...]
-    cross_backend: tuple[Agreement, ...]
-    cross_device: tuple[Agreement, ...]
-    cross_scale: tuple[Agreement, ...]
-    cross_run: tuple[Agreement, ...] = ()
+    cross_backend: tuple[PairAgreement, ...]
+    cross_device: tuple[PairAgreement, ...]
+    cross_scale: tuple[PairAgreement, ...]
+    cross_run: tuple[PairAgreement, ...] = ()
     skipped: tuple[tuple[str, str], ...] = field(default=())
-    cross_strategy: tuple[Agreement, ...] = ()
-    cross_container: tuple[Agreement, ...] = ()
+    cross_strategy: tuple[PairAgreement, ...] = ()
+    cross_container: tuple[PairAgreement, ...] = ()
     """Each case in a container image against the same case on the host (or in the run's
     first image when no case ran on the host)."""
 
     @property
-    def comparisons(self) -> tuple[Agreement, ...]:
+    def comparisons(self) -> tuple[PairAgreement, ...]:
         return (self.cross_backend + self.cross_device + self.cross_scale + self.cross_strategy
                 + self.cross_container + self.cross_run)
 
     @property
-    def unexpected(self) -> tuple[RunToRun | Agreement, ...]:
+    def unexpected(self) -> tuple[RunToRun | PairAgreement, ...]:
         """Entries where bitwise identity was expected and not found (or ranks disagreed)."""
         return tuple(e for e in self.run_to_run + self.comparisons if e.unexpected)
 
@@ -434,7 +434,7 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     repeat_entries = tuple(run_to_run(r, deterministic, store, used) for r in ok)
 
     def comparisons(kind: str, leave_out: tuple[str, ...], is_reference: Callable[[CaseResult], bool],
-                    pick_reference: PickReference = _first_reference) -> tuple[Agreement, ...]:
+                    pick_reference: PickReference = _first_reference) -> tuple[PairAgreement, ...]:
         return tuple(compare_results(store, a, store, b, kind=kind, deterministic=deterministic,
                                      measures_used=used)
                      for a, b in _pairs(ok, leave_out, is_reference, pick_reference))
@@ -452,7 +452,7 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_container = (comparisons("cross-container", ("container",),
                                    lambda r: r.container == on_host)
                        if len(containers) > 1 else ())
-    cross_run: tuple[Agreement, ...] = ()
+    cross_run: tuple[PairAgreement, ...] = ()
     if against is not None:
         other_store, other_run = against
         others = {r.case_id: r for r in other_store.case_results(other_run) if r.ok}

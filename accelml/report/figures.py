@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from accelml.agreement.matrix import Agreement, AgreementMatrix, RunToRun
+from accelml.agreement.matrix import AgreementMatrix, PairAgreement, RunToRun
 from accelml.cases import canonical_json, case_label
 from accelml.errors import AccelmlError
 from accelml.report import plots
@@ -182,7 +182,7 @@ def _run_to_run_cell(entry: RunToRun) -> tuple[float | None, str]:
     return 0.0 if entry.unexpected else 0.5, text + (" !" if entry.unexpected else "")
 
 
-def _comparison_cell(comparison: Agreement) -> tuple[float | None, str]:
+def _comparison_cell(comparison: PairAgreement) -> tuple[float | None, str]:
     if comparison.bitwise_identical:
         return 1.0, "identical"
     found = comparison.headline

@@ -415,8 +415,10 @@ class Environment(JSONRecord):
 
 
 @dataclass(frozen=True)
-class EpochRecord(JSONRecord):
-    """One training epoch of a deep-learning case (as seen by rank 0)."""
+class EpochMeasurement(JSONRecord):
+    """One training epoch of a deep-learning case as its result stores it (as seen by rank 0);
+    the training's own record of an epoch, with its learning rate and images, is
+    :class:`accelml.dl.config.EpochRecord`."""
 
     epoch: int
     seconds: float
@@ -436,7 +438,7 @@ class DLMeasurements(JSONRecord):
     """
 
     model: str
-    epochs: tuple[EpochRecord, ...]
+    epochs: tuple[EpochMeasurement, ...]
     per_worker_batch_size: int
     workers: int
     learning_rate: float

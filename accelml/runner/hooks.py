@@ -44,9 +44,11 @@ from accelml.results.records import (
     BoostingRounds,
     DatasetInfo,
     DLMeasurements,
-    EpochRecord,
     PhaseTiming,
     Score,
+)
+from accelml.results.records import (
+    EpochMeasurement as EpochRecord,
 )
 from accelml.runner.timing import Turns
 
