@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import re
 import tomllib
@@ -94,9 +95,12 @@ from accelml.spec.schema import (
     DTYPES,
     EXPERIMENT_KEYS,
     LAYOUTS,
+    RENAMED_CASE_KEYS,
     REPEAT_KEYS,
     TASKS,
 )
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SPEC = "default.toml"
 MAX_SEED = 2**32 - 1
@@ -109,7 +113,7 @@ MAX_TIME_LIMIT_S = 30 * 86400
 MAX_CASES = 10_000
 """The most cases one spec may expand to (each runs in a process of its own); a bigger
 comparison is several specs."""
-GRID_KEYS = ("algorithm", "backend", "device", "workers", "strategy", "dataset")
+GRID_KEYS = ("algorithm", "backend", "device", "ranks", "strategy", "dataset")
 
 
 def _known_names() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]]]:
@@ -406,10 +410,10 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
             spec.one_of(algorithm, algorithms, path, "algorithm")
     device_values = [spec.one_of(d, DEVICES, f"{where}.device", "device")
                      for d in _as_list(spec, table.get("device", "cpu"), f"{where}.device", (str,), "device")]
-    worker_values = _as_list(spec, table.get("workers", 1), f"{where}.workers", (int,), "an integer >= 1")
-    for value in worker_values:
+    rank_values = _as_list(spec, table.get("ranks", 1), f"{where}.ranks", (int,), "an integer >= 1")
+    for value in rank_values:
         if value < 1:
-            raise spec.error(f"{where}.workers", f"expected integers >= 1, got {value}")
+            raise spec.error(f"{where}.ranks", f"expected integers >= 1, got {value}")
     strategy_values = _as_list(spec, table.get("strategy", default_strategy_name if deep else "none"),
                                f"{where}.strategy", (str,), "strategy name")
     if deep:
@@ -419,7 +423,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
     elif strategy_values != ["none"]:
         raise spec.error(f"{where}.strategy", "only keras cases take a strategy "
                          "(classical backends run in one process)")
-    if not deep and worker_values != [1]:
+    if not deep and rank_values != [1]:
         _check_workers(spec, where, algorithm_values, backend_values)
     dataset_values = _as_list(spec, table["dataset"], f"{where}.dataset", (str,), "dataset name")
     for value in dataset_values:
@@ -463,7 +467,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
 
     cases = []
     for algorithm, backend, device, workers, strategy, dataset_name in itertools.product(
-            algorithm_values, backend_values, device_values, worker_values, strategy_values,
+            algorithm_values, backend_values, device_values, rank_values, strategy_values,
             dataset_values):
         for combination, container in itertools.product(
                 itertools.product(*grid_axes) if grid_axes else [()], containers):
@@ -491,16 +495,17 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
 
 
 def _check_workers(spec: _Spec, where: str, algorithms: list[str], backends: list[str]) -> None:
-    """Classical cases on several workers: every backend of the table must train every
-    algorithm of it on workers (its implementation names an ``on_workers`` estimator)."""
+    """Classical cases on several ranks: every backend of the table must train every
+    algorithm of it on dask workers, one a rank (its implementation names an ``on_workers``
+    estimator)."""
     for backend in backends:
         record = BACKENDS.get(backend)
         for algorithm in algorithms:
             if algorithm in record.implementations and not record.trains_on_workers(algorithm):
                 having = [other.name for other in BACKENDS.records() if other.trains_on_workers(algorithm)]
-                raise spec.error(f"{where}.workers", f"backend {backend!r} trains {algorithm} in one "
+                raise spec.error(f"{where}.ranks", f"backend {backend!r} trains {algorithm} in one "
                                  "process only (use threads for cores); backends that train it on "
-                                 f"several workers: {', '.join(having) or 'none'}")
+                                 f"dask workers, one a rank: {', '.join(having) or 'none'}")
 
 
 def _check_task(spec: _Spec, where: str, algorithm: str, tasks: dict[str, str],
@@ -579,6 +584,8 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
         raise spec.error("datasets", "no datasets; add at least one [datasets.NAME] table")
     datasets = {name: _dataset(spec, name, table, base_dir) for name, table in datasets_table.items()}
     case_tables = document.get("cases", [])
+    if isinstance(case_tables, list):
+        case_tables = _renamed_keys(spec, case_tables)
     if not case_tables:
         raise spec.error("cases", "no cases; add at least one [[cases]] table")
     defaults = _experiment_defaults(spec, document)
@@ -613,6 +620,25 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
                       cluster_json=canonical_json(cluster) if cluster is not None else "",
                       deterministic=document.get("deterministic", False),
                       measurement=measurement)
+
+
+def _renamed_keys(spec: _Spec, tables: list[Any]) -> list[Any]:
+    """The ``[[cases]]`` tables with their old key names (:data:`RENAMED_CASE_KEYS`) read as
+    the new ones, and one warning line naming the new names; both names in a table is an error."""
+    renamed, where = [], []
+    for index, table in enumerate(tables):
+        if isinstance(table, dict):
+            for old, new in RENAMED_CASE_KEYS.items():
+                if old in table:
+                    if new in table:
+                        raise spec.error(f"cases[{index}].{old}", f"the old name of {new!r}; give only {new!r}")
+                    table = {(new if key == old else key): value for key, value in table.items()}
+                    where.append(f"cases[{index}].{old}")
+        renamed.append(table)
+    if where:
+        names = ", ".join(f"{old!r} is now {new!r}" for old, new in RENAMED_CASE_KEYS.items())
+        logger.warning("%s: %s (read as the new name: %s)", spec.source, names, ", ".join(where))
+    return renamed
 
 
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:

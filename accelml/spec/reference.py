@@ -145,8 +145,9 @@ def spec_reference() -> str:
         "",
         "## `[[cases]]`",
         "",
-        "`algorithm`, `backend`, `device`, `workers`, `strategy` and `dataset` take one value or a "
-        "list; every combination (times every `grid` combination) is one case. `params` are "
+        "`algorithm`, `backend`, `device`, `ranks`, `strategy` and `dataset` take one value or a "
+        "list; every combination (times every `grid` combination) is one case. (`ranks` was "
+        "`workers`: the old name is still read, with a warning.) `params` are "
         "accelml's parameter names (translated for each backend); `backend_params` are a library's "
         "own parameters, checked against its estimator's signature.",
         "",
