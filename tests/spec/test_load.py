@@ -123,23 +123,22 @@ def test_missing_file_and_bad_toml(tmp_path):
         load_spec(tmp_path / "absent.toml")
 
 
+KERAS_ON_RANKS = """
+[datasets.digits]
+source = "shipped"
+name = "digits"
+[[cases]]
+algorithm = "mnist_cnn"
+backend = "keras"
+dataset = "digits"
+strategy = "horovod"
+ranks = [1, 2]
+"""
+
+
 def test_keras_cases_take_ranks_strategy_and_training_keys():
-    text = """
-    reference = "keras"
-    [datasets.digits]
-    source = "shipped"
-    name = "digits"
-    [[cases]]
-    algorithm = "mnist_cnn"
-    backend = "keras"
-    dataset = "digits"
-    ranks = [1, 2]
-    strategy = "horovod"
-    epochs = 3
-    batch_size = 32
-    learning_rate = 0.01
-    lr_scaling = "sqrt"
-    """
+    text = ('reference = "keras"\n' + KERAS_ON_RANKS
+            + 'epochs = 3\nbatch_size = 32\nlearning_rate = 0.01\nlr_scaling = "sqrt"\n')
     experiment = load(text)
     assert [c.workers for c in experiment.cases] == [1, 2]
     assert experiment.cases[1].params_dict == {"epochs": 3, "batch_size": 32,
@@ -154,19 +153,6 @@ def test_keras_cases_take_ranks_strategy_and_training_keys():
     with pytest.raises(SpecError, match="cases\\[0\\].ranks: backend 'sklearn' trains kmeans in "
                                         "one process only"):
         load(VALID.replace('dataset = "blobs"', 'dataset = "blobs"\nranks = 2'))
-
-
-KERAS_ON_RANKS = """
-[datasets.digits]
-source = "shipped"
-name = "digits"
-[[cases]]
-algorithm = "mnist_cnn"
-backend = "keras"
-dataset = "digits"
-strategy = "horovod"
-ranks = [1, 2]
-"""
 
 
 def dry_run(tmp_path, text):
