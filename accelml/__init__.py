@@ -43,7 +43,7 @@ def started_as_command(argv: list[str]) -> bool:
     True
     >>> started_as_command(["python", "/venv/bin/accelml", "report"]), started_as_command(["python", "x.py"])
     (True, False)
-    >>> started_as_command(["python", "-m", "accelml.dl.worker"]), started_as_command(["python", "-c", "1"])
+    >>> started_as_command(["python", "-m", "accelml.dl.rank"]), started_as_command(["python", "-c", "1"])
     (False, False)
     """
     arguments = iter(argv[1:])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,29 +53,33 @@ class CaseLike(Protocol):
     @property
     def params(self) -> tuple[tuple[str, JSONScalar], ...]: ...
     @property
+    def library_params(self) -> tuple[tuple[str, JSONScalar], ...]: ...
+    @property
     def container(self) -> Container | None: ...
 
 
-def case_text(case: CaseLike, dataset: str,
-              params: tuple[tuple[str, JSONScalar], ...] | None = None,
-              hidden_strategy: str | None = None) -> str:
-    """A case as one line, everything that tells it apart from the others of a spec:
-    ``algorithm/backend/device[ xRANKS][ [strategy]] on dataset (params)[ in runtime:image]``
-    (``params``: the case's own by default; ``hidden_strategy``: a strategy name left out, the
-    default one).
-    The dry run, the progress lines and the reports all name cases so.
+def case_label(case: CaseLike, dataset: str, params: Iterable[str] | None = None) -> str:
+    """The one name of a case (a spec ``Case`` or a stored ``CaseResult``): everything that
+    tells it apart from the others of a spec, as one line,
+    ``algorithm/backend/device[ xRANKS][ [strategy]] on dataset (params)[ in runtime:image]``.
+    ``params`` names the parameters to show (default: all of them, the library's own too).
+    The dry run, the progress lines, ``check``, the agreement matrix and the reports all name
+    cases so.
 
     >>> case = Case("fashion_mnist_cnn", "keras", "cpu", DatasetSpec("digits", "shipped"),
-    ...             workers=2, strategy="horovod", params=(("epochs", 4),))
-    >>> case_text(case, "digits")
-    'fashion_mnist_cnn/keras/cpu x2 [horovod] on digits (epochs=4)'
+    ...             workers=2, strategy="horovod", params=(("epochs", 4), ("seed", 0)))
+    >>> case_label(case, "digits")
+    'fashion_mnist_cnn/keras/cpu x2 [horovod] on digits (epochs=4, seed=0)'
+    >>> case_label(case, "digits", params=["seed"])
+    'fashion_mnist_cnn/keras/cpu x2 [horovod] on digits (seed=0)'
     """
-    shown = case.params if params is None else params
-    extra = ", ".join(f"{key}={value}" for key, value in shown)
-    workers = f" x{case.workers}" if case.workers != 1 else ""
-    strategy = f" [{case.strategy}]" if case.strategy and case.strategy != hidden_strategy else ""
+    wanted = None if params is None else set(params)
+    extra = ", ".join(f"{key}={value}" for key, value in case.params + case.library_params
+                      if wanted is None or key in wanted)
+    ranks = f" x{case.workers}" if case.workers != 1 else ""
+    strategy = f" [{case.strategy}]" if case.strategy else ""
     inside = f" in {case.container.label}" if case.container is not None else ""
-    return (f"{case.algorithm}/{case.backend}/{case.device}{workers}{strategy} on {dataset}"
+    return (f"{case.algorithm}/{case.backend}/{case.device}{ranks}{strategy} on {dataset}"
             + (f" ({extra})" if extra else "") + inside)
 
 
@@ -223,8 +227,8 @@ class Case(JSONRecord):
 
     @property
     def label(self) -> str:
-        """What tells this case apart from every other (:func:`case_text`)."""
-        return case_text(self, self.dataset.name, self.params + self.library_params)
+        """What tells this case apart from every other (:func:`case_label`)."""
+        return case_label(self, self.dataset.name)
 
     def json_extras(self) -> dict[str, JSONValue]:
         """Written beside the fields (:mod:`accelml.convert`): the ``case_id``, checked when read."""

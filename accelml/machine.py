@@ -25,7 +25,7 @@ from accelml.agreement.point import MEASURES
 from accelml.containers import RUNTIMES
 from accelml.dl.strategies import STRATEGIES_POINT, Strategy, strategy_availability
 from accelml.estimators import BACKENDS, Backend, backend_availability
-from accelml.executors.config import SCHEDULERS
+from accelml.executors.cluster_settings import SCHEDULERS
 from accelml.plugins import BrokenPlugin
 from accelml.probe import (
     Availability,

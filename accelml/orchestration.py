@@ -27,7 +27,7 @@ from accelml.cases import INTERLEAVED, Experiment
 from accelml.datasets.loaders import PICKLE_OPT_IN
 from accelml.errors import AccelmlError, SpecError
 from accelml.executors import ensure_scale, make_executor, submits_jobs
-from accelml.executors.config import ClusterSettings
+from accelml.executors.cluster_settings import ClusterSettings
 from accelml.executors.interface import CaseOutcome
 from accelml.executors.resources import CaseNeeds
 from accelml.probe import usable_cores
@@ -35,7 +35,7 @@ from accelml.report.speed import reference_cases, scaling_baselines
 from accelml.results.records import CaseResult, FailureKind, RunRecord, utc_now
 from accelml.results.store import LOGS_DIR, ResultsStore
 from accelml.runner.determinism import deterministic_experiment
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 from accelml.runner.interleave import GroupTask
 from accelml.runner.process import CaseOutput, CaseTask, accept_cases, end_running_cases
 from accelml.runner.retry import execute_with_retries

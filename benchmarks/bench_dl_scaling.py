@@ -3,7 +3,7 @@
 Runs every keras case of the spec (default: experiments/dl_cpu_scaling.toml) with
 ``accelml.dl.launch`` and prints, per strategy and number of workers, the first epoch (apart),
 the median of the other epochs, images/s over the other epochs, speedup and efficiency
-(speedup / workers) against the 1-worker case of the same strategy, the final test accuracy
+(speedup / ranks) against the 1-rank case of the same strategy, the final test accuracy
 and whether every rank ended with the same weights.
 
     .venv/bin/python benchmarks/bench_dl_scaling.py [SPEC] [--strategy horovod]

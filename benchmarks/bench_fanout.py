@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from accelml.executors.config import load_cluster_settings  # noqa: E402
+from accelml.executors.cluster_settings import load_cluster_settings  # noqa: E402
 from accelml.executors.jobqueue import JobQueueExecutor  # noqa: E402
 from accelml.executors.resources import CaseNeeds  # noqa: E402
 

@@ -81,7 +81,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from accelml.agreement.arrays import is_label_array
-from accelml.agreement.matrix import Agreement, agreement_matrix, case_label
+from accelml.agreement.matrix import PairAgreement, agreement_matrix
 from accelml.agreement.point import Bounds, Ideal, Measure, Outputs, measures, output_task
 from accelml.convert import MAX_NESTING, nesting_too_deep
 from accelml.errors import AccelmlError, SpecError
@@ -514,7 +514,7 @@ def _case_entry(store: ResultsStore, result: CaseResult, inline_limit: int,
                 measures_used: tuple[Measure, ...]) -> dict[str, Any]:
     task = output_task(result)
     entry: dict[str, Any] = {
-        "label": case_label(result), "algorithm": result.algorithm, "backend": result.backend,
+        "label": result.label, "algorithm": result.algorithm, "backend": result.backend,
         "device": result.device, "workers": result.workers, "strategy": result.strategy,
         "dataset": result.dataset, "params": dict(result.params), "task": task,
         "status": result.status,
@@ -620,7 +620,7 @@ def make_baseline(store: ResultsStore, run_id: str, *, inline_limit: int = DEFAU
     )
 
 
-def _comparison_entry(agreement: Agreement, measures_used: tuple[Measure, ...],
+def _comparison_entry(agreement: PairAgreement, measures_used: tuple[Measure, ...],
                       previous: Baseline | None, repeats_bitwise: bool) -> BaselineComparison:
     """A comparison of the run with the value of every gated measure. It keeps the reviewed
     tolerances of the ``previous`` baseline's same comparison, else gets the measures' loose

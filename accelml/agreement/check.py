@@ -33,7 +33,7 @@ from accelml.agreement.baseline import (
     Bound,
     array_summary,
 )
-from accelml.agreement.matrix import Agreement, agreement_matrix, case_label, pair_of
+from accelml.agreement.matrix import PairAgreement, agreement_matrix, pair_of
 from accelml.agreement.point import MEASURES, Measure, Outputs, Pair, Reading, measures
 from accelml.results.records import CaseResult, FailureKind
 from accelml.results.store import ResultsStore
@@ -257,7 +257,7 @@ class _Checker:
         self.drifts.append(Drift(case.case_id, case.label, metric, old, new, difference,
                                  tolerance, note))
 
-    def check_comparison(self, stored: BaselineComparison, current: Agreement) -> None:
+    def check_comparison(self, stored: BaselineComparison, current: PairAgreement) -> None:
         """Every gated measure of one comparison against the baseline's value."""
         tolerances = stored.tolerances.over(self.baseline.comparison_tolerances)
         values = dict(stored.values)
@@ -474,7 +474,7 @@ def check_run(store: ResultsStore, run_id: str, baseline: Baseline, *,
         changes = [] if closest is None else _what_changed(case.data, closest)
         if closest is not None and len(changes) == 1:
             checker.drift(case, "case", "present", "changed", changes[0], "same definition",
-                          f"now {case_label(closest)}")
+                          f"now {closest.label}")
             unmatched_new.remove(closest)
             checked += 1
             checker.check_case(case, closest)
@@ -483,7 +483,7 @@ def check_run(store: ResultsStore, run_id: str, baseline: Baseline, *,
             checker.drift(case, "case", "present", "missing", "-", "must run",
                           "the run has no case with this definition")
     for result in unmatched_new:
-        notes.append(f"not in the baseline: {case_label(result)} ({result.case_id})")
+        notes.append(f"not in the baseline: {result.label} ({result.case_id})")
     if baseline.comparisons:
         notes.extend(_check_comparisons(store, run.run_id, baseline, checker, found))
     if skipped:

@@ -56,7 +56,7 @@ from accelml.agreement.point import (
     output_task,
     repeats_identical,
 )
-from accelml.cases import Expectation, JSONScalar, case_text
+from accelml.cases import Expectation, JSONScalar
 from accelml.dl.strategies import default_strategy
 from accelml.errors import StoreError
 from accelml.expectations import pair_expectation, run_to_run_expectation
@@ -91,7 +91,7 @@ def _reading(readings: Readings, name: str) -> Reading | None:
 
 
 @dataclass(frozen=True)
-class Agreement:
+class PairAgreement:
     """Two results ``a`` (the reference) and ``b`` compared: each array, each score, and the
     reading of every measure that applied (``readings``, in column order)."""
 
@@ -164,31 +164,24 @@ class RunToRun:
 # ---------------------------------------------------------------- two results
 
 
-def case_label(result: CaseResult) -> str:
-    """A readable name: ``algorithm/backend/device[ xN][ [strategy]] on dataset (params)``
-    (:func:`accelml.cases.case_text`; the default strategy is not named)."""
-    return case_text(result, result.dataset, hidden_strategy=default_strategy().name)
-
-
 def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
-    """The pieces of :func:`case_label` by field, in its order.
+    """The pieces of the case's label (:func:`accelml.cases.case_label`) by field, in its order.
 
     >>> label_parts(CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
     ...                        params=(("n_clusters", 3),)))  # doctest: +NORMALIZE_WHITESPACE
-    (('algorithm', 'kmeans'), ('backend', 'sklearn'), ('device', 'cpu'), ('workers', 'x2'),
+    (('algorithm', 'kmeans'), ('backend', 'sklearn'), ('device', 'cpu'), ('ranks', 'x2'),
      ('strategy', ''), ('dataset', 'blobs'), ('n_clusters', 'n_clusters=3'), ('run', 'r'))
     """
-    shown = result.strategy and result.strategy != default_strategy().name
     return (("algorithm", result.algorithm), ("backend", result.backend),
-            ("device", result.device), ("workers", f"x{result.workers}"),
-            ("strategy", f"[{result.strategy}]" if shown else ""), ("dataset", result.dataset),
-            *((key, f"{key}={value}") for key, value in result.params),
+            ("device", result.device), ("ranks", f"x{result.workers}"),
+            ("strategy", f"[{result.strategy}]" if result.strategy else ""), ("dataset", result.dataset),
+            *((key, f"{key}={value}") for key, value in result.params + result.library_params),
             *((("container", f"in {result.container.label}"),) if result.container else ()),
             ("run", result.run_id))
 
 
 def case_ref(result: CaseResult) -> CaseRef:
-    return CaseRef(result.run_id, result.case_id, case_label(result), label_parts(result))
+    return CaseRef(result.run_id, result.case_id, result.label, label_parts(result))
 
 
 def _compare_array(name: str, a: Outputs, b: Outputs, task: str) -> ArrayAgreement:
@@ -229,7 +222,7 @@ def pair_of(a: Outputs, b: Outputs) -> Pair:
 def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore | None = None,
                     b: CaseResult | None = None, *, kind: str = "cross-run",
                     deterministic: bool = True,
-                    measures_used: Sequence[Measure] | None = None) -> Agreement:
+                    measures_used: Sequence[Measure] | None = None) -> PairAgreement:
     """Every measure between result ``a`` (reference) and result ``b``.
 
     The results may come from two stores (two machines): pass ``store_b``; otherwise both
@@ -244,7 +237,7 @@ def compare_results(store_a: ResultsStore, a: CaseResult, store_b: ResultsStore 
                      if (reading := measure.between(pair)) is not None)
     notes = tuple(dict.fromkeys(note for measure in (measures_used or measures())
                                 if (note := measure.reason(pair)) is not None))
-    return Agreement(kind, case_ref(a), case_ref(b), arrays, scores,
+    return PairAgreement(kind, case_ref(a), case_ref(b), arrays, scores,
                      bitwise_identical(arrays, a, b), pair_expectation(a, b, deterministic),
                      readings, notes)
 
@@ -359,23 +352,23 @@ class AgreementMatrix:
     run_id: str
     reference: str | None
     run_to_run: tuple[RunToRun, ...]
-    cross_backend: tuple[Agreement, ...]
-    cross_device: tuple[Agreement, ...]
-    cross_scale: tuple[Agreement, ...]
-    cross_run: tuple[Agreement, ...] = ()
+    cross_backend: tuple[PairAgreement, ...]
+    cross_device: tuple[PairAgreement, ...]
+    cross_scale: tuple[PairAgreement, ...]
+    cross_run: tuple[PairAgreement, ...] = ()
     skipped: tuple[tuple[str, str], ...] = field(default=())
-    cross_strategy: tuple[Agreement, ...] = ()
-    cross_container: tuple[Agreement, ...] = ()
+    cross_strategy: tuple[PairAgreement, ...] = ()
+    cross_container: tuple[PairAgreement, ...] = ()
     """Each case in a container image against the same case on the host (or in the run's
     first image when no case ran on the host)."""
 
     @property
-    def comparisons(self) -> tuple[Agreement, ...]:
+    def comparisons(self) -> tuple[PairAgreement, ...]:
         return (self.cross_backend + self.cross_device + self.cross_scale + self.cross_strategy
                 + self.cross_container + self.cross_run)
 
     @property
-    def unexpected(self) -> tuple[RunToRun | Agreement, ...]:
+    def unexpected(self) -> tuple[RunToRun | PairAgreement, ...]:
         """Entries where bitwise identity was expected and not found (or ranks disagreed)."""
         return tuple(e for e in self.run_to_run + self.comparisons if e.unexpected)
 
@@ -437,11 +430,11 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     reference = reference or run.reference_backend
     results = store.case_results(run.run_id)
     ok = [r for r in results if r.ok]
-    skipped = tuple((case_label(r), r.reason or r.status) for r in results if not r.ok)
+    skipped = tuple((r.label, r.reason or r.status) for r in results if not r.ok)
     repeat_entries = tuple(run_to_run(r, deterministic, store, used) for r in ok)
 
     def comparisons(kind: str, leave_out: tuple[str, ...], is_reference: Callable[[CaseResult], bool],
-                    pick_reference: PickReference = _first_reference) -> tuple[Agreement, ...]:
+                    pick_reference: PickReference = _first_reference) -> tuple[PairAgreement, ...]:
         return tuple(compare_results(store, a, store, b, kind=kind, deterministic=deterministic,
                                      measures_used=used)
                      for a, b in _pairs(ok, leave_out, is_reference, pick_reference))
@@ -459,7 +452,7 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_container = (comparisons("cross-container", ("container",),
                                    lambda r: r.container == on_host)
                        if len(containers) > 1 else ())
-    cross_run: tuple[Agreement, ...] = ()
+    cross_run: tuple[PairAgreement, ...] = ()
     if against is not None:
         other_store, other_run = against
         others = {r.case_id: r for r in other_store.case_results(other_run) if r.ok}

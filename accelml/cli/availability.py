@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from accelml.agreement.matrix import case_label
 from accelml.report.table import outcome_word
 from accelml.results.records import CaseResult, FailureKind
 
@@ -57,4 +56,4 @@ def progress_line(result: CaseResult, done: int, total: int) -> str:
     word = outcome_word(result)
     status = "ok" if result.ok else \
         f"{word if result.skipped else word.upper()} ({result.failure.value}): {result.reason}"
-    return f"[{done}/{total}] {case_label(result)}: {status}"
+    return f"[{done}/{total}] {result.label}: {status}"

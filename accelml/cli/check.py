@@ -43,7 +43,7 @@ from accelml.cli.availability import add_only_available, progress_line
 from accelml.cli.output import ensure_writable, write_or_fail
 from accelml.errors import SpecError
 from accelml.executors.arguments import non_negative_int, positive_int
-from accelml.executors.config import ClusterSettings
+from accelml.executors.cluster_settings import ClusterSettings
 from accelml.orchestration import run_experiment
 from accelml.report.runs import resolve_run
 from accelml.results.records import CaseResult

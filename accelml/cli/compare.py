@@ -37,7 +37,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from accelml.agreement.matrix import case_label
 from accelml.cases import Experiment
 from accelml.cli.availability import add_only_available, progress_line, split_unavailable
 from accelml.cli.output import print_table, stderr_console, stdout_console, table_width
@@ -55,7 +54,7 @@ from accelml.report.table import fit_table, json_clean, legend, row_styles, to_j
 from accelml.report.terminal import crossover_text
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
-from accelml.runner.environment import other_runs
+from accelml.runner.fingerprint import other_runs
 from accelml.spec.load import load_spec
 
 
@@ -231,12 +230,12 @@ def run(args: argparse.Namespace) -> int:
     failed, skipped = split_unavailable(comparison.results, only_available=args.only_available)
     if skipped:
         err.print(f"accelml compare: {len(skipped)} case(s) skipped, unavailable on this machine "
-                  "(--only-available): " + "; ".join(case_label(r) for r in skipped),
+                  "(--only-available): " + "; ".join(r.label for r in skipped),
                   markup=False)
     if failed:
         err.print(f"accelml compare: {len(failed)} of {len(comparison.results)} case(s) failed:")
         for result in failed:
-            err.print(f"  {result.case_id} {case_label(result)}: {result.failure.value}: "
+            err.print(f"  {result.case_id} {result.label}: {result.failure.value}: "
                       f"{result.reason}", markup=False)
         if any(result.skipped for result in failed):
             err.print("accelml compare: cases unavailable here were skipped; they count as "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from accelml.errors import AccelmlError
-from accelml.runner.worker import main
+from accelml.runner.run_case import main
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

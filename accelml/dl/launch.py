@@ -1,6 +1,6 @@
 """Start the processes of one training run, gather what they measured, check they agree.
 
-``launch(config, workers, launcher)`` runs ``python -m accelml.dl.worker`` once per rank:
+``launch(config, workers, launcher)`` runs ``python -m accelml.dl.rank`` once per rank:
 
 - ``horovodrun``: ``horovodrun -np N -H localhost:N --gloo`` (one host, no MPI needed);
 - ``mpirun``: ``mpirun -np N -bind-to none -map-by slot -x ...`` (Open MPI, inside a job);
@@ -235,7 +235,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
 
     ``container`` (else the one the runner named, :func:`accelml.containers.rank_container`):
     each rank runs inside it, the launcher on this host (``srun ... ch-run IMAGE -- python
-    -m accelml.dl.worker``), with the launcher's environment passed through to the rank.
+    -m accelml.dl.rank``), with the launcher's environment passed through to the rank.
     """
     if workers is not None:
         config = config.replace(workers=workers)
@@ -268,7 +268,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env.pop(RANK_VARIABLE, None)  # set per process for local processes only
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    worker = [sys.executable, "-m", "accelml.dl.worker", config_path, results]
+    worker = [sys.executable, "-m", "accelml.dl.rank", config_path, results]
     container = container or rank_container(env)
     env.pop(RANK_CONTAINER_VARIABLE, None)   # (the ranks are inside it)
     if container is not None:

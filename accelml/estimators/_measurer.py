@@ -89,7 +89,7 @@ class MeasureContext:
     threads: int | None
     turns: Turns | None = None
     """Set in an interleaved comparison group: a measurer that repeats rounds passes it to
-    :func:`accelml.runner.measure.repeat_until_stable` (one that does not, e.g. a training's
+    :func:`accelml.runner.timing.repeat_until_stable` (one that does not, e.g. a training's
     epochs, is measured alone in its turn)."""
     logs_dir: str | None = None     # where launchers' and ranks' logs are kept (the store's)
 

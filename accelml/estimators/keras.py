@@ -41,7 +41,7 @@ from accelml.estimators._algorithms import ALGORITHMS
 from accelml.estimators._measurer import MeasureContext, Measurements, Turns
 from accelml.estimators._registry import Backend
 from accelml.probe import Availability, list_gpus
-from accelml.results.records import DLMeasurements, EpochRecord, PhaseTiming, Score
+from accelml.results.records import DLMeasurements, EpochMeasurement, PhaseTiming, Score
 
 
 def probe_keras_backend(device: str) -> Availability:
@@ -215,7 +215,7 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig,
     are the ``epoch`` phase's samples, so that they pair with the other cases' rounds);
     ``ended``: why those rounds ended before the training did (its later epochs ran alone)."""
     epochs = tuple(
-        EpochRecord(epoch=e.epoch, seconds=e.seconds, loss=e.loss, accuracy=e.accuracy)
+        EpochMeasurement(epoch=e.epoch, seconds=e.seconds, loss=e.loss, accuracy=e.accuracy)
         for e in result.epochs
     )
     steady = [e.seconds for e in result.epochs[1:]]

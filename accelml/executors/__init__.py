@@ -16,13 +16,13 @@ e.g. a lost worker); ``ok`` is ``error is None``; ``failure`` is ``"unavailable"
 item the executor never started because its machine cannot give what it needs (e.g.
 GPUs), else ``None``.
 
-``settings.kind`` names a scheduler record (:data:`accelml.executors.config.SCHEDULERS`):
-``local`` (:class:`accelml.executors.local.LocalExecutor`, a dask LocalCluster running
+``settings.kind`` names a scheduler record (:data:`accelml.executors.cluster_settings.SCHEDULERS`):
+``local`` (:class:`accelml.executors.local_cluster.LocalExecutor`, a dask LocalCluster running
 ``jobs`` cases at once, one by default so timings never share cores), ``slurm`` and ``pbs``
 (:class:`accelml.executors.jobqueue.JobQueueExecutor`, dask-jobqueue), or a third party's.
 A new kind is one module in :mod:`accelml.executors.schedulers` (or an entry point).
 
->>> from accelml.executors.config import SCHEDULERS, ClusterSettings
+>>> from accelml.executors.cluster_settings import SCHEDULERS, ClusterSettings
 >>> type(make_executor(ClusterSettings(kind="local", jobs=2))).__name__
 'LocalExecutor'
 """
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from accelml.cases import Case
 from accelml.errors import SpecError, UnavailableError
-from accelml.executors.config import SCHEDULERS, ClusterSettings
+from accelml.executors.cluster_settings import SCHEDULERS, ClusterSettings
 from accelml.executors.interface import CaseOutcome, Executor, FanOutProgress, ProgressCallback
 from accelml.executors.jobqueue_adapter import installed_versions, version_problem
 from accelml.executors.resources import CaseNeeds

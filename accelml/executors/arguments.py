@@ -44,7 +44,7 @@ from typing import TextIO
 from accelml.cases import Experiment
 from accelml.errors import SpecError
 from accelml.executors import Executor, make_executor, submits_jobs
-from accelml.executors.config import LAUNCHERS, ClusterSettings, load_cluster_settings
+from accelml.executors.cluster_settings import LAUNCHERS, ClusterSettings, load_cluster_settings
 from accelml.executors.interface import FanOutProgress, ProgressCallback
 
 _RESOURCE_FLAGS = ("cores", "memory", "gpus", "gpu_type", "walltime", "partition", "account")

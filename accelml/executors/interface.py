@@ -1,6 +1,6 @@
 """What every executor offers and hands back: :class:`Executor`, :class:`CaseOutcome`,
 :class:`FanOutProgress`. The lowest module of :mod:`accelml.executors`; the scheduler
-records (:mod:`accelml.executors.config`) and every executor import it.
+records (:mod:`accelml.executors.cluster_settings`) and every executor import it.
 
 >>> outcome = CaseOutcome(0, "case-a", result=42)
 >>> outcome.ok, outcome.result

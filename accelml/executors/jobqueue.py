@@ -1,4 +1,4 @@
-"""Run cases on batch-system worker jobs (SLURM, PBS, any :class:`~accelml.executors.config.JobQueue`)
+"""Run cases on batch-system worker jobs (SLURM, PBS, any :class:`~accelml.executors.cluster_settings.JobQueue`)
 through dask-jobqueue.
 
 One dask scheduler runs in the client process (the login node); worker jobs connect to it.
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Self, cast
 
 from accelml.errors import UnavailableError, interrupt_on
-from accelml.executors.config import ClusterSettings
+from accelml.executors.cluster_settings import ClusterSettings
 from accelml.executors.dashboard import close_cluster_http, dashboard_url
 from accelml.executors.interface import (
     CaseOutcome,

@@ -38,7 +38,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from accelml.errors import UnavailableError
-from accelml.executors.config import ClusterSettings, JobOptions, JobQueue
+from accelml.executors.cluster_settings import ClusterSettings, JobOptions, JobQueue
 from accelml.executors.dashboard import LOCAL_ONLY
 
 if TYPE_CHECKING:  # annotations only: distributed is imported when a cluster starts

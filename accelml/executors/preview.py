@@ -13,7 +13,7 @@ import shlex
 
 from accelml.cases import Experiment
 from accelml.containers import wrap
-from accelml.executors.config import SCHEDULERS, ClusterSettings, Scheduler
+from accelml.executors.cluster_settings import SCHEDULERS, ClusterSettings, Scheduler
 from accelml.executors.jobqueue import plan_pools
 from accelml.executors.resources import CaseNeeds
 from accelml.executors.scripts import (

@@ -6,7 +6,7 @@ accelml's lines: the scheduler's directive mapping of the job's :class:`Resource
 ranks, the user's prologue, and a dask worker that advertises the pool's dask resources so
 that only cases of that pool run on it.
 
->>> from accelml.executors.config import SCHEDULERS
+>>> from accelml.executors.cluster_settings import SCHEDULERS
 >>> script = worker_job_script(SCHEDULERS.get("slurm"), Resources(cores=7, memory="84GiB", gpus=4,
 ...                            ranks=4, partition="gpu"), address="tls://login1:8786")
 >>> [line for line in script.splitlines() if "ntasks" in line or "gres" in line]
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING
 
-from accelml.executors.config import ClusterSettings, JobQueue, Scheduler
+from accelml.executors.cluster_settings import ClusterSettings, JobQueue, Scheduler
 from accelml.executors.dashboard import worker_arguments
 from accelml.executors.jobqueue_adapter import job_script
 from accelml.executors.resources import Resources

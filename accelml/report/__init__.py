@@ -12,7 +12,7 @@ Layers, each importing only those below it:
   column is repro's headline measure.
 - :mod:`~accelml.agreement.baseline`: reproducibility baselines and ``check``.
 - the full report: :mod:`~accelml.report.runs` (which run), :mod:`~accelml.report.environment`,
-  :mod:`~accelml.report.labels`, :mod:`~accelml.report.compare_runs` (run vs run),
+  :mod:`~accelml.report.labels`, :mod:`~accelml.report.against` (run vs run),
   :mod:`~accelml.report.export` (CSV/JSON), :mod:`~accelml.report.figures` (drawn by
   :mod:`~accelml.report.plots`), :mod:`~accelml.report.terminal`,
   :mod:`~accelml.report.report_model` (:class:`RunReport`), :mod:`~accelml.report.html` and

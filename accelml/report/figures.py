@@ -24,11 +24,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from accelml.agreement.matrix import Agreement, AgreementMatrix, RunToRun
-from accelml.cases import canonical_json
+from accelml.agreement.matrix import AgreementMatrix, PairAgreement, RunToRun
+from accelml.cases import canonical_json, case_label
 from accelml.errors import AccelmlError
 from accelml.report import plots
-from accelml.report.compare_runs import RunComparison
+from accelml.report.against import RunComparison
 from accelml.report.labels import params_text, varying_params
 from accelml.report.speed import PHASES, scaling, speedups
 from accelml.results.records import CaseResult, RunRecord
@@ -173,15 +173,6 @@ def scaling_charts(results: Sequence[CaseResult]) -> list[plots.ScalingChart]:
             for (algorithm, dataset), series in charts.items()]
 
 
-def _short_label(result: CaseResult, dataset: bool) -> str:
-    text = f"{result.algorithm} · {result.backend} · {result.device}"
-    if result.workers != 1:
-        text += f" ×{result.workers}"
-    if result.strategy and result.dl is not None:
-        text += f" [{result.strategy}]"
-    return text + (f" · {result.dataset}" if dataset else "")
-
-
 def _run_to_run_cell(entry: RunToRun) -> tuple[float | None, str]:
     if entry.identical is None:
         return None, "not repeated" if entry.repeats < 2 else "–"
@@ -191,7 +182,7 @@ def _run_to_run_cell(entry: RunToRun) -> tuple[float | None, str]:
     return 0.0 if entry.unexpected else 0.5, text + (" !" if entry.unexpected else "")
 
 
-def _comparison_cell(comparison: Agreement) -> tuple[float | None, str]:
+def _comparison_cell(comparison: PairAgreement) -> tuple[float | None, str]:
     if comparison.bitwise_identical:
         return 1.0, "identical"
     found = comparison.headline
@@ -208,7 +199,6 @@ def agreement_heatmap(results: Sequence[CaseResult], matrix: AgreementMatrix,
     ok = [r for r in results if r.ok]
     if not ok:
         return None
-    several_datasets = len({r.dataset for r in ok}) > 1
     kinds = ["run-to-run"]
     entries: dict[tuple[str, str], tuple[float | None, str]] = {}
     for entry in matrix.run_to_run:
@@ -227,11 +217,9 @@ def agreement_heatmap(results: Sequence[CaseResult], matrix: AgreementMatrix,
             entries[(comparison.b.case_id if kind != "cross-run" else comparison.a.case_id,
                      kind)] = _comparison_cell(comparison)
     labels, values, texts = [], [], []
-    short = [_short_label(result, several_datasets) for result in ok]
-    for result, label in zip(ok, short, strict=True):
-        twins = [r for r, other in zip(ok, short, strict=True) if other == label]
-        extra = params_text(result, varying_params(twins)) if len(twins) > 1 else ""
-        labels.append(label + (f" · {extra}" if extra else ""))   # a params grid: which point
+    names = varying_params(ok)   # as the rest of the page: parameters only where cases differ
+    for result in ok:
+        labels.append(case_label(result, result.dataset, params=names))
         cells = [entries.get((result.case_id, kind), (None, "–")) for kind in kinds]
         values.append(tuple(value for value, _ in cells))
         texts.append(tuple(text for _, text in cells))

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelml import __version__
+from accelml.cases import case_label
 from accelml.errors import AccelmlError
 from accelml.report import plots
 from accelml.report.html import CONTENT_SECURITY_POLICY, page_template
-from accelml.report.labels import case_label, varying_params
+from accelml.report.labels import varying_params
 from accelml.report.table import build_rows
 from accelml.results.records import CaseResult, RunRecord
 from accelml.results.store import ResultsStore
@@ -105,7 +106,7 @@ def spec_history(store: ResultsStore, spec_name: str, reference: str | None = No
                 row.speedup, row.agreement.text if row.agreement else "–", row.status,
                 row.is_reference)))
     shown = varying_params(results.values())
-    cases = tuple((case_id, case_label(result, params=shown)) for case_id, result in results.items())
+    cases = tuple((case_id, case_label(result, result.dataset, params=shown)) for case_id, result in results.items())
     return History(spec_name, runs[-1].description, tuple(runs), cases, tuple(cells))
 
 

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from accelml import __version__
 from accelml.agreement.matrix import AgreementMatrix, CaseRef
+from accelml.cases import case_label
 from accelml.report import plots
 from accelml.report.environment import environment_fields
-from accelml.report.labels import case_label, params_text, varying_params
+from accelml.report.labels import params_text, varying_params
 from accelml.report.report_model import RunReport
 from accelml.report.speed import PHASES, worker_unit
 from accelml.report.table import Row, TimingCell, phase_speedup_text, ranks_text
@@ -183,7 +184,7 @@ def _agreement_table(report: RunReport, matrix: AgreementMatrix) -> dict[str, An
     per entry of the matrix."""
     # Name cases as the rest of the page does: parameters only where they tell cases apart.
     names = varying_params(report.results)
-    labels = {r.case_id: case_label(r, params=names) for r in report.results}
+    labels = {r.case_id: case_label(r, r.dataset, params=names) for r in report.results}
 
     def label(ref: CaseRef) -> str:
         return labels.get(ref.case_id, ref.label)
@@ -288,10 +289,10 @@ def render_html(report: RunReport) -> str:
             "svg": Markup(plots.figure_svg(figure.draw()))})
     run = report.run
     names = varying_params(report.results)
-    failed = [{"case_id": r.case_id, "label": case_label(r, params=names),
+    failed = [{"case_id": r.case_id, "label": case_label(r, r.dataset, params=names),
                "failure": r.failure.value,
                "reason": r.reason, "attempts": r.attempts} for r in report.failed]
-    skipped_cases = [{"case_id": r.case_id, "label": case_label(r, params=names),
+    skipped_cases = [{"case_id": r.case_id, "label": case_label(r, r.dataset, params=names),
                       "reason": r.reason} for r in report.skipped]
     template, css = page_template()
     return template.render(

@@ -1,11 +1,5 @@
-"""How a report names cases: ``kmeans · sklearnex · cpu ×4 [horovod] · digits · n_clusters=8``,
-with parameters only where they tell cases apart.
-
->>> from accelml.results.records import CaseResult
->>> case = CaseResult("r", "c", "kmeans", "sklearnex", "cpu", "digits", "ok", workers=4,
-...                   params=(("n_clusters", 8),))
->>> case_label(case)
-'kmeans · sklearnex · cpu ×4 · digits · n_clusters=8'
+"""Which parameters a report names cases by: only those that tell its cases apart
+(:func:`varying_params`), given to :func:`accelml.cases.case_label`, the one case label.
 """
 
 from __future__ import annotations
@@ -13,24 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from accelml.results.records import CaseResult
-
-
-def case_label(result: CaseResult, *, dataset: bool = True,
-               params: Iterable[str] | None = None) -> str:
-    """``kmeans · sklearnex · cpu ×4 [horovod] · digits · n_clusters=8``.
-
-    ``params`` names the parameters to show (default: all of them).
-    """
-    parts = [result.algorithm, result.backend, result.device]
-    text = " · ".join(parts)
-    if result.workers != 1:
-        text += f" ×{result.workers}"
-    if result.strategy:
-        text += f" [{result.strategy}]"
-    if dataset:
-        text += f" · {result.dataset}"
-    shown = params_text(result, params)
-    return text + (f" · {shown}" if shown else "")
 
 
 def varying_params(results: Iterable[CaseResult]) -> tuple[str, ...]:

@@ -296,7 +296,7 @@ class ScalingPoint:
     epoch_low: float
     epoch_high: float
     images_per_second: float
-    speedup: float | None        # against the series' 1-worker point
+    speedup: float | None        # against the series' 1-rank point
     efficiency: float | None     # speedup / workers
     step_seconds: float | None = None   # epoch median / training steps an epoch
 
@@ -314,7 +314,7 @@ class ScalingChart:
 
 
 def scaling_figure(chart: ScalingChart) -> Figure:
-    """Epoch time, images/s and speedup against the number of workers (with ideal lines)."""
+    """Epoch time, images/s and speedup against the number of ranks (with ideal lines)."""
     from matplotlib import rc_context
     from matplotlib.figure import Figure
 
@@ -352,14 +352,14 @@ def scaling_figure(chart: ScalingChart) -> Figure:
                                       xytext=(0, -14), textcoords="offset points", ha="center",
                                       fontsize=8, color=colour)
         speed_ax.plot(workers, workers, linestyle="--", color="#555555", linewidth=1,
-                      label="ideal (speedup = workers)")
+                      label="ideal (speedup = ranks)")
         for ax, title, ylabel in (
             (time_ax, "Epoch time", f"time per epoch [{unit}] (first epoch left out)"),
             (rate_ax, "Throughput", "images per second"),
-            (speed_ax, "Speedup (efficiency at each point)", "speedup over 1 worker"),
+            (speed_ax, "Speedup (efficiency at each point)", "speedup over 1 rank"),
         ):
             ax.set_title(title)
-            ax.set_xlabel("workers")
+            ax.set_xlabel("ranks")
             ax.set_ylabel(ylabel)
             ax.set_xscale("log", base=2)
             ax.set_xticks(workers, [str(w) for w in workers])

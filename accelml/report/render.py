@@ -7,7 +7,7 @@ speedups are :mod:`accelml.report.speed`'s and the agreement matrix is
 
 * the geometric-mean speedup of each backend and device against the reference, per phase;
 * the failed cases (how many, which, why) and planned cases without a result;
-* ``against``: the same cases in another run (:mod:`accelml.report.compare_runs`);
+* ``against``: the same cases in another run (:mod:`accelml.report.against`);
 * the figures (:mod:`accelml.report.figures`, drawn by :mod:`accelml.report.plots`), the
   CSV/JSON exports (:mod:`accelml.report.export`) and the self-contained HTML page
   (:mod:`accelml.report.html`).
@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 
 from accelml.errors import AccelmlError
-from accelml.report.compare_runs import compare_runs
+from accelml.report.against import compare_runs
 from accelml.report.html import write_html
 from accelml.report.report_model import RunReport
 from accelml.report.runs import LATEST, open_store, resolve_run

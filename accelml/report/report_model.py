@@ -13,7 +13,7 @@ from typing import Any
 
 from accelml.agreement.matrix import ENGINE_PARAMS, AgreementMatrix, agreement_matrix, cross_strategy_pairs
 from accelml.report import plots
-from accelml.report.compare_runs import RunComparison
+from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover, crossovers
 from accelml.report.environment import environment_fields
 from accelml.report.export import COLUMNS, table_records, write_csv
@@ -26,7 +26,7 @@ from accelml.report.figures import (
     time_charts,
     write_plots,
 )
-from accelml.report.labels import case_label, params_text, varying_params
+from accelml.report.labels import params_text, varying_params
 from accelml.report.matrix_table import format_matrix
 from accelml.report.speed import EngineComparison, GeometricMeanSpeedup, engine_comparisons
 from accelml.report.table import Row, json_clean, render_text
@@ -83,7 +83,7 @@ class RunReport:
             if result.environment is None or result.env_hash is None:
                 continue
             entry = found.setdefault(result.env_hash, (result.environment, []))
-            entry[1].append(case_label(result))
+            entry[1].append(result.label)
         return tuple((env, tuple(labels)) for env, labels in found.values())
 
     # -- exports ---------------------------------------------------------------------------
@@ -106,9 +106,9 @@ class RunReport:
             "rows": self.records(),
             "geometric_mean_speedups": [s.to_dict() for s in self.speedups],
             "engine_comparisons": [c.to_dict() for c in self.engine_comparisons()],
-            "failed": [{"case_id": r.case_id, "label": case_label(r),
+            "failed": [{"case_id": r.case_id, "label": r.label,
                         "failure": r.failure.value, "reason": r.reason} for r in self.failed],
-            "skipped": [{"case_id": r.case_id, "label": case_label(r), "reason": r.reason}
+            "skipped": [{"case_id": r.case_id, "label": r.label, "reason": r.reason}
                         for r in self.skipped],
             "missing": list(self.missing),
             "against": None if self.against is None else self.against.to_dict(),
@@ -205,13 +205,13 @@ class RunReport:
         parts.append(engines_text(self.engine_comparisons()))
         if self.failed:
             lines = [f"{len(self.failed)} of {len(self.results)} case(s) FAILED:"]
-            lines += [f"  {r.case_id} {case_label(r)}: {r.failure.value}: {r.reason}"
+            lines += [f"  {r.case_id} {r.label}: {r.failure.value}: {r.reason}"
                       for r in self.failed]
             parts.append("\n".join(lines))
         if self.skipped:
             parts.append("\n".join([f"{len(self.skipped)} case(s) skipped, unavailable on the "
                                     "machine that ran them:",
-                                    *(f"  {r.case_id} {case_label(r)}: {r.reason}"
+                                    *(f"  {r.case_id} {r.label}: {r.reason}"
                                       for r in self.skipped)]))
         if self.missing:
             parts.append(f"{len(self.missing)} planned case(s) have no result (the run is "

@@ -65,7 +65,8 @@ MAIN_SCORE = ("accuracy", "r2", "adjusted_rand", "inertia", "explained_variance"
 
 @dataclass(frozen=True)
 class Agreement:
-    """How closely a case's outputs match its reference case's, in one figure."""
+    """How closely a case's outputs match its reference case's, in one figure: the headline of
+    their :class:`accelml.agreement.matrix.PairAgreement`."""
 
     kind: str                # the headline measure's name: "label_agreement", "max_abs_diff", ...
     value: float

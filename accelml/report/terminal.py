@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from accelml.report import plots
-from accelml.report.compare_runs import RunComparison
+from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover
 from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, worker_unit
 from accelml.results.records import RunRecord
@@ -33,8 +33,8 @@ def speedup_text(reference: str | None, speedups: Sequence[GeometricMeanSpeedup]
 
 
 def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
-    """Speedup and efficiency over 1 worker of every data-parallel series (empty if none),
-    and where the steps are known, what a step costs beyond the 1-worker step.
+    """Speedup and efficiency over 1 rank of every data-parallel series (empty if none),
+    and where the steps are known, what a step costs beyond the 1-rank step.
 
     >>> point = plots.ScalingPoint
     >>> chart = plots.ScalingChart("cnn on images", (plots.ScalingSeries("horovod", (
@@ -47,7 +47,7 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
     for chart in charts:
         for series in chart.series:
             one = next((p for p in series.points if p.workers == 1), None)
-            cells = [f"{p.workers} workers {plots.format_speedup(p.speedup)} "
+            cells = [f"{p.workers} ranks {plots.format_speedup(p.speedup)} "
                      f"(efficiency {p.efficiency:.0%}{_step_beyond(p, one)})"
                      for p in series.points
                      if p.workers > 1 and p.speedup is not None and p.efficiency is not None]
@@ -55,8 +55,8 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
                 lines.append(f"  {chart.title} · {series.label}: " + ", ".join(cells))
     if not lines:
         return ""
-    return "\n".join(["data-parallel scaling (epoch time over the 1-worker case; a step: its "
-                      "time at N workers against 1):", *lines])
+    return "\n".join(["data-parallel scaling (epoch time over the 1-rank case; a step: its "
+                      "time at N ranks against 1):", *lines])
 
 
 def _step_beyond(point: plots.ScalingPoint, one: plots.ScalingPoint | None) -> str:

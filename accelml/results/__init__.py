@@ -8,7 +8,7 @@ from accelml.results.records import (
     DatasetInfo,
     DLMeasurements,
     Environment,
-    EpochRecord,
+    EpochMeasurement,
     FailureKind,
     PhaseTiming,
     RunRecord,
@@ -18,6 +18,6 @@ from accelml.results.store import DEFAULT_RESULTS_DIR, ResultsStore, array_diges
 
 __all__ = [
     "SCHEMA_VERSION", "ArrayRef", "CaseResult", "DatasetInfo", "DLMeasurements", "ContainerImage", "Environment",
-    "EpochRecord", "FailureKind", "PhaseTiming", "RunRecord", "Score", "DEFAULT_RESULTS_DIR",
+    "EpochMeasurement", "FailureKind", "PhaseTiming", "RunRecord", "Score", "DEFAULT_RESULTS_DIR",
     "ResultsStore", "array_digest",
 ]

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 
-from accelml.cases import ISOLATED, Case, Container, JSONScalar, canonical_json
+from accelml.cases import ISOLATED, Case, Container, JSONScalar, canonical_json, case_label
 from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
 
 SCHEMA_VERSION = 2
@@ -415,8 +415,10 @@ class Environment(JSONRecord):
 
 
 @dataclass(frozen=True)
-class EpochRecord(JSONRecord):
-    """One training epoch of a deep-learning case (as seen by rank 0)."""
+class EpochMeasurement(JSONRecord):
+    """One training epoch of a deep-learning case as its result stores it (as seen by rank 0);
+    the training's own record of an epoch, with its learning rate and images, is
+    :class:`accelml.dl.config.EpochRecord`."""
 
     epoch: int
     seconds: float
@@ -436,7 +438,7 @@ class DLMeasurements(JSONRecord):
     """
 
     model: str
-    epochs: tuple[EpochRecord, ...]
+    epochs: tuple[EpochMeasurement, ...]
     per_worker_batch_size: int
     workers: int
     learning_rate: float
@@ -603,6 +605,16 @@ class CaseResult(JSONRecord):
     @property
     def ok(self) -> bool:
         return self.status == self.OK
+
+    @property
+    def label(self) -> str:
+        """The case's one name, as its spec ``Case`` has it (:func:`accelml.cases.case_label`).
+
+        >>> CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
+        ...            params=(("n_clusters", 3),)).label
+        'kmeans/sklearn/cpu x2 on blobs (n_clusters=3)'
+        """
+        return case_label(self, self.dataset)
 
     @property
     def skipped(self) -> bool:

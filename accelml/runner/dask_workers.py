@@ -58,10 +58,10 @@ from accelml.executors.tls import TemporaryCredentials
 from accelml.probe import list_gpus
 from accelml.results.records import PhaseTiming
 from accelml.results.store import array_digest
-from accelml.runner.measure import host_copy, repeat_until_stable
 from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
 from accelml.runner.stacks import PRELOAD, STACKS_DIR_VARIABLE
+from accelml.runner.timing import host_copy, repeat_until_stable
 
 LOCAL_PROCESSES = "local-processes"
 JOB_LAUNCHERS = ("srun", "mpirun")

@@ -8,7 +8,7 @@ the reference and the others alike, and the speed-up is the median of the per-ro
 with the interval of those paired ratios (:func:`accelml.results.records.paired_ratio`).
 
 Stopping rule (the reference case's repeat policy; a first run that took seconds counts as
-a round, as in :func:`accelml.runner.measure.repeat_until_stable`): after ``min_repeats`` rounds,
+a round, as in :func:`accelml.runner.timing.repeat_until_stable`): after ``min_repeats`` rounds,
 stop when every compared case's every phase has a paired-ratio interval within
 ``target_rel`` of its median (or both cases' medians are within the timer's noise floor,
 :data:`~accelml.results.records.TIMER_NOISE_FLOOR_S`), else at ``max_repeats`` rounds,

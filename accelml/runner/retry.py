@@ -5,7 +5,7 @@ torch-ddp) killed by a signal from outside (``kill -9`` by a user or the batch s
 crash) comes back ``killed`` (:class:`~accelml.results.records.FailureKind`), with the
 signal. Such a kill says nothing about the case, as a lost worker does not: the executor
 runs the case of a lost worker again, at most ``retries`` times (``--retries``,
-:attr:`accelml.executors.config.ClusterSettings.retries`, default 2), and
+:attr:`accelml.executors.cluster_settings.ClusterSettings.retries`, default 2), and
 :func:`execute_with_retries` does the same for a killed case, on the same worker, at once,
 alone (a member of an interleaved group is measured alone on its re-run, with the reason).
 The result counts every attempt (``attempts``) and keeps one line for each killed attempt

@@ -40,7 +40,7 @@ def clocked(case: Case, template: Estimator) -> tuple[Estimator, FitSplit]:
 @dataclass
 class FitSplit:
     """The set-up and per-round seconds of the fits of one case, by repeat index (warm-up
-    fits have negative indexes, as :func:`accelml.runner.measure.repeat_until_stable` numbers
+    fits have negative indexes, as :func:`accelml.runner.timing.repeat_until_stable` numbers
     them). The ``setup`` phase is built here from the fits that counted, rather than being
     one more phase the repeats wait to converge: it is a part of ``fit``, whose samples decide."""
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from accelml.results.records import Score
-from accelml.runner.measure import host_copy
+from accelml.runner.timing import host_copy
 
 
 def scores_for(task: str, estimator: Any, X_test: np.ndarray, y_test: np.ndarray | None,

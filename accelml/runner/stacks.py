@@ -75,8 +75,8 @@ def _short(path: str) -> str:
 
     >>> _short("/venv/lib/site-packages/sklearn/externals/array_api_compat/_internal.py")
     'sklearn/externals/array_api_compat/_internal.py'
-    >>> _short("/repo/accelml/runner/worker.py")
-    'accelml/runner/worker.py'
+    >>> _short("/repo/accelml/runner/run_case.py")
+    'accelml/runner/run_case.py'
     """
     if "site-packages/" in path:
         return path.rsplit("site-packages/", 1)[1]

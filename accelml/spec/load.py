@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import re
 import tomllib
@@ -83,7 +84,7 @@ from accelml.dl.strategies import STRATEGIES_POINT, default_strategy
 from accelml.errors import AccelmlError, SpecError
 from accelml.estimators import BACKENDS, check_params
 from accelml.estimators import algorithms as algorithm_infos
-from accelml.executors.config import load_cluster_settings
+from accelml.executors.cluster_settings import load_cluster_settings
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,
@@ -93,9 +94,12 @@ from accelml.spec.schema import (
     DTYPES,
     EXPERIMENT_KEYS,
     LAYOUTS,
+    RENAMED_CASE_KEYS,
     REPEAT_KEYS,
     TASKS,
 )
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SPEC = "default.toml"
 MAX_SEED = 2**32 - 1
@@ -108,7 +112,7 @@ MAX_TIME_LIMIT_S = 30 * 86400
 MAX_CASES = 10_000
 """The most cases one spec may expand to (each runs in a process of its own); a bigger
 comparison is several specs."""
-GRID_KEYS = ("algorithm", "backend", "device", "workers", "strategy", "dataset")
+GRID_KEYS = ("algorithm", "backend", "device", "ranks", "strategy", "dataset")
 
 
 def _known_names() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], dict[str, tuple[str, ...]]]:
@@ -405,10 +409,10 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
             spec.one_of(algorithm, algorithms, path, "algorithm")
     device_values = [spec.one_of(d, DEVICES, f"{where}.device", "device")
                      for d in _as_list(spec, table.get("device", "cpu"), f"{where}.device", (str,), "device")]
-    worker_values = _as_list(spec, table.get("workers", 1), f"{where}.workers", (int,), "an integer >= 1")
-    for value in worker_values:
+    rank_values = _as_list(spec, table.get("ranks", 1), f"{where}.ranks", (int,), "an integer >= 1")
+    for value in rank_values:
         if value < 1:
-            raise spec.error(f"{where}.workers", f"expected integers >= 1, got {value}")
+            raise spec.error(f"{where}.ranks", f"expected integers >= 1, got {value}")
     strategy_values = _as_list(spec, table.get("strategy", default_strategy_name if deep else "none"),
                                f"{where}.strategy", (str,), "strategy name")
     if deep:
@@ -418,7 +422,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
     elif strategy_values != ["none"]:
         raise spec.error(f"{where}.strategy", "only keras cases take a strategy "
                          "(classical backends run in one process)")
-    if not deep and worker_values != [1]:
+    if not deep and rank_values != [1]:
         _check_workers(spec, where, algorithm_values, backend_values)
     dataset_values = _as_list(spec, table["dataset"], f"{where}.dataset", (str,), "dataset name")
     for value in dataset_values:
@@ -462,7 +466,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
 
     cases = []
     for algorithm, backend, device, workers, strategy, dataset_name in itertools.product(
-            algorithm_values, backend_values, device_values, worker_values, strategy_values,
+            algorithm_values, backend_values, device_values, rank_values, strategy_values,
             dataset_values):
         for combination, container in itertools.product(
                 itertools.product(*grid_axes) if grid_axes else [()], containers):
@@ -490,16 +494,17 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
 
 
 def _check_workers(spec: _Spec, where: str, algorithms: list[str], backends: list[str]) -> None:
-    """Classical cases on several workers: every backend of the table must train every
-    algorithm of it on workers (its implementation names an ``on_workers`` estimator)."""
+    """Classical cases on several ranks: every backend of the table must train every
+    algorithm of it on dask workers, one a rank (its implementation names an ``on_workers``
+    estimator)."""
     for backend in backends:
         record = BACKENDS.get(backend)
         for algorithm in algorithms:
             if algorithm in record.implementations and not record.trains_on_workers(algorithm):
                 having = [other.name for other in BACKENDS.records() if other.trains_on_workers(algorithm)]
-                raise spec.error(f"{where}.workers", f"backend {backend!r} trains {algorithm} in one "
+                raise spec.error(f"{where}.ranks", f"backend {backend!r} trains {algorithm} in one "
                                  "process only (use threads for cores); backends that train it on "
-                                 f"several workers: {', '.join(having) or 'none'}")
+                                 f"dask workers, one a rank: {', '.join(having) or 'none'}")
 
 
 def _check_task(spec: _Spec, where: str, algorithm: str, tasks: dict[str, str],
@@ -581,6 +586,8 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
         raise spec.error("datasets", "no datasets; add at least one [datasets.NAME] table")
     datasets = {name: _dataset(spec, name, table, base_dir) for name, table in datasets_table.items()}
     case_tables = document.get("cases", [])
+    if isinstance(case_tables, list):
+        case_tables = _renamed_keys(spec, case_tables)
     if not case_tables:
         raise spec.error("cases", "no cases; add at least one [[cases]] table")
     defaults = _experiment_defaults(spec, document)
@@ -615,6 +622,25 @@ def parse_spec(document: dict[str, Any], source: str, base_dir: Path, text: str)
                       cluster_json=canonical_json(cluster) if cluster is not None else "",
                       deterministic=document.get("deterministic", False),
                       measurement=measurement)
+
+
+def _renamed_keys(spec: _Spec, tables: list[Any]) -> list[Any]:
+    """The ``[[cases]]`` tables with their old key names (:data:`RENAMED_CASE_KEYS`) read as
+    the new ones, and one warning line naming the new names; both names in a table is an error."""
+    renamed, where = [], []
+    for index, table in enumerate(tables):
+        if isinstance(table, dict):
+            for old, new in RENAMED_CASE_KEYS.items():
+                if old in table:
+                    if new in table:
+                        raise spec.error(f"cases[{index}].{old}", f"the old name of {new!r}; give only {new!r}")
+                    table = {(new if key == old else key): value for key, value in table.items()}
+                    where.append(f"cases[{index}].{old}")
+        renamed.append(table)
+    if where:
+        names = ", ".join(f"{old!r} is now {new!r}" for old, new in RENAMED_CASE_KEYS.items())
+        logger.warning("%s: %s (read as the new name: %s)", spec.source, names, ", ".join(where))
+    return renamed
 
 
 def _check_cluster(spec: _Spec, table: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from importlib import resources as package_files
 from accelml.cases import RepeatPolicy
 from accelml.datasets.loaders import generated
 from accelml.dl.config import TrainingConfig
-from accelml.executors.config import DEFAULTS_FILE
+from accelml.executors.cluster_settings import DEFAULTS_FILE
 from accelml.spec.schema import (
     CASE_KEYS,
     DATASET_KEYS,
@@ -176,8 +176,9 @@ def spec_reference() -> str:
         "",
         "## `[[cases]]`",
         "",
-        "`algorithm`, `backend`, `device`, `workers`, `strategy` and `dataset` take one value or a "
-        "list; every combination (times every `grid` combination) is one case. `params` are "
+        "`algorithm`, `backend`, `device`, `ranks`, `strategy` and `dataset` take one value or a "
+        "list; every combination (times every `grid` combination) is one case. (`ranks` was "
+        "`workers`: the old name is still read, with a warning.) `params` are "
         "accelml's parameter names (translated for each backend); `backend_params` are a library's "
         "own parameters, checked against its estimator's signature.",
         "",

@@ -81,7 +81,8 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "algorithm": ((str, list), "a name or a list of names"),
     "backend": ((str, list), "a name or a list of names"),
     "device": ((str, list), "'cpu', 'cuda' or a list of them"),
-    "workers": ((int, list), "an integer >= 1 or a list of them"),
+    "ranks": ((int, list), "an integer >= 1 or a list of them (the case's processes: data-parallel "
+                           "ranks; a classical case trains on one dask worker per rank)"),
     "strategy": ((str, list), "a distribution strategy or a list of them"),
     "dataset": ((str, list), "a dataset name or a list of them"),
     "params": ((dict,), "a table of fixed parameters"),
@@ -97,7 +98,7 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     # Deep-learning shorthands (keras cases); they become training parameters.
     "model": _STR,
     "epochs": _POS_INT,
-    "batch_size": ((int,), "an integer >= 1 (per worker; global batch = batch_size x workers)"),
+    "batch_size": ((int,), "an integer >= 1 (per rank; global batch = batch_size x ranks)"),
     "learning_rate": _FLOAT,
     "lr_scaling": ((str,), "'linear', 'sqrt' or 'none'"),
     "keras_backend": ((str,), "a Keras engine the strategy runs on ('tensorflow', 'jax', 'torch')"),
@@ -105,6 +106,9 @@ CASE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
                                "or than it has GPUs; flagged in the table)"),
 }
 """Keys of one ``[[cases]]`` table. Grid keys (algorithm ... dataset) take one value or a list."""
+
+RENAMED_CASE_KEYS: dict[str, str] = {"workers": "ranks"}
+"""Old name -> new name of ``[[cases]]`` keys: the old name is still read, with one warning line."""
 
 DL_SHORTHANDS = ("model", "epochs", "batch_size", "learning_rate", "lr_scaling", "keras_backend",
                  "oversubscribe")
@@ -130,7 +134,7 @@ EXAMPLES: dict[str, object] = {
     "datasets.y_key": "status", "datasets.train_samples": 2048, "datasets.data_id": 61,
     "datasets.version": 1, "datasets.max_samples": 10000,
     "cases.algorithm": ["kmeans", "dbscan"], "cases.backend": ["sklearn", "sklearnex"],
-    "cases.device": ["cpu", "cuda"], "cases.workers": [1, 2, 4], "cases.strategy": "horovod",
+    "cases.device": ["cpu", "cuda"], "cases.ranks": [1, 2, 4], "cases.strategy": "horovod",
     "cases.dataset": "blobs", "cases.params": {"n_clusters": 4, "random_state": 0},
     "cases.grid": {"max_iter": [50, 100]}, "cases.backend_params": {"xgboost": {"subsample": 0.8}},
     "cases.repeats": {"min": 3, "max": 8}, "cases.warmup": 1, "cases.time_limit": 120,
@@ -160,7 +164,7 @@ DEFAULTS: dict[str, str] = {
     "datasets.data_id": "name or data_id required", "datasets.version": "the latest",
     "datasets.max_samples": "all",
     "cases.algorithm": "required", "cases.backend": "required", "cases.device": "cpu",
-    "cases.workers": "1", "cases.strategy": "keras: the default strategy; others: none",
+    "cases.ranks": "1", "cases.strategy": "keras: the default strategy; others: none",
     "cases.dataset": "required", "cases.params": "the algorithm's defaults", "cases.grid": "none",
     "cases.backend_params": "none", "cases.repeats": "the spec's repeats", "cases.warmup": "the spec's warmup",
     "cases.time_limit": "the spec's time_limit", "cases.memory_limit_mb": "the spec's memory_limit_mb",

@@ -34,7 +34,7 @@ from accelml.agreement.arrays import compare_arrays, value_differences
 from accelml.cases import Case
 from accelml.results.records import CaseResult
 from accelml.runner.process import CaseInput
-from accelml.runner.worker import run_case
+from accelml.runner.run_case import run_case
 
 __all__ = ["assert_equivalent", "assert_reproducible"]
 

@@ -30,7 +30,7 @@ def test_help_loads_no_deep_learning_framework(argv):
 
 def test_the_case_process_loads_only_its_own_command():
     modules = imported_by("run-case", "--help")
-    assert "accelml.cli.run_case" in modules and "accelml.runner.worker" in modules
+    assert "accelml.cli.run_case" in modules and "accelml.runner.run_case" in modules
     assert not {"accelml.cli.compare", "accelml.cli.report", "accelml.report.render",
                 "accelml.comparison", "accelml.orchestration", "matplotlib"} & modules
 

@@ -47,7 +47,7 @@ params = {n_estimators = 2, random_state = 0}
 algorithm = "fashion_mnist_cnn"
 backend = "keras"
 strategy = "horovod"
-workers = 4096
+ranks = 4096
 dataset = "digits"
 epochs = 1
 """

@@ -11,7 +11,7 @@ from accelml.executors.arguments import (
     cluster_settings,
     settings_from_args,
 )
-from accelml.executors.config import load_cluster_settings, packaged_defaults
+from accelml.executors.cluster_settings import load_cluster_settings, packaged_defaults
 
 
 def parse(argv):
@@ -113,7 +113,7 @@ def test_a_job_queue_without_its_commands_is_unavailable_with_the_reason(tmp_pat
 def test_executor_from_args_picks_the_kind_and_progress_reads_as_one_line():
     from accelml.executors.arguments import executor_from_args
     from accelml.executors.jobqueue import FanOutProgress, JobQueueExecutor
-    from accelml.executors.local import LocalExecutor
+    from accelml.executors.local_cluster import LocalExecutor
 
     assert isinstance(executor_from_args(parse(["--jobs", "2"])), LocalExecutor)
     executor = executor_from_args(parse(["--cluster", "pbs", "--queue", "workq"]))

@@ -6,9 +6,9 @@ import importlib
 import pytest
 
 MODULES = ["accelml.executors", "accelml.executors.interface", "accelml.executors.resources",
-           "accelml.executors.config", "accelml.executors.tls", "accelml.executors.scripts",
+           "accelml.executors.cluster_settings", "accelml.executors.tls", "accelml.executors.scripts",
            "accelml.executors.arguments", "accelml.executors.jobqueue", "accelml.executors.jobqueue_adapter",
-           "accelml.executors.local", "accelml.executors.dashboard", "accelml.executors.schedulers.slurm",
+           "accelml.executors.local_cluster", "accelml.executors.dashboard", "accelml.executors.schedulers.slurm",
            "accelml.executors.schedulers.pbs"]
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from accelml.cases import Case, DatasetSpec
 from accelml.executors import ensure_scale
-from accelml.executors.local import LocalExecutor
+from accelml.executors.local_cluster import LocalExecutor
 
 pytestmark = pytest.mark.gpu
 

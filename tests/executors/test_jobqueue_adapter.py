@@ -10,7 +10,7 @@ import time
 import pytest
 
 from accelml.errors import UnavailableError
-from accelml.executors.config import SCHEDULERS, load_cluster_settings
+from accelml.executors.cluster_settings import SCHEDULERS, load_cluster_settings
 from accelml.executors.jobqueue_adapter import WRITTEN_FOR, WorkerJobs, installed_versions, version_problem
 from accelml.executors.resources import Resources
 from accelml.executors.scripts import job_options

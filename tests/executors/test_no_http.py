@@ -10,9 +10,9 @@ import cloudpickle
 import psutil
 import pytest
 
-from accelml.executors.config import ClusterSettings, load_cluster_settings
+from accelml.executors.cluster_settings import ClusterSettings, load_cluster_settings
 from accelml.executors.jobqueue import JobQueueExecutor
-from accelml.executors.local import LocalExecutor
+from accelml.executors.local_cluster import LocalExecutor
 from accelml.executors.resources import CaseNeeds
 
 from . import casefunctions

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from accelml.cli import main
-from accelml.executors.config import SCHEDULERS, ClusterSettings
+from accelml.executors.cluster_settings import SCHEDULERS, ClusterSettings
 from accelml.executors.resources import CaseNeeds, Resources
 from accelml.executors.scripts import (
     batch_script,

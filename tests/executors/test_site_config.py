@@ -13,7 +13,7 @@ import cloudpickle
 import dask
 import pytest
 
-from accelml.executors.config import load_cluster_settings, site_jobqueue_config
+from accelml.executors.cluster_settings import load_cluster_settings, site_jobqueue_config
 from accelml.executors.jobqueue import JobQueueExecutor
 from accelml.executors.jobqueue_adapter import import_jobqueue
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
-from accelml.executors.config import SCHEDULERS, load_cluster_settings
+from accelml.executors.cluster_settings import SCHEDULERS, load_cluster_settings
 from accelml.executors.jobqueue import JobQueueExecutor
 from accelml.executors.resources import CaseNeeds
 from accelml.executors.scripts import worker_job_script

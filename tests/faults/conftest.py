@@ -55,9 +55,9 @@ def gone(tag: str, timeout: float = 20.0) -> list[str]:
 
 
 def ranks_of(tag: str) -> list[psutil.Process]:
-    """The rank processes (``python -m accelml.dl.worker``), not horovodrun (whose command
+    """The rank processes (``python -m accelml.dl.rank``), not horovodrun (whose command
     line holds the ranks' command) nor the helpers it forks."""
-    return [p for p in leftovers(tag) if "accelml.dl.worker" in (command := _cmdline(p))
+    return [p for p in leftovers(tag) if "accelml.dl.rank" in (command := _cmdline(p))
             and "accelml.dl.loopback_horovodrun" not in command]
 
 

@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["accelml.scratch", "accelml.errors", "accelml.dl.launch", "accelml.runner.process",
            "accelml.dl.loopback_horovodrun", "accelml.dl.private_network",
-           "accelml.runner.environment", "accelml.results.store"]
+           "accelml.runner.fingerprint", "accelml.results.store"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -30,7 +30,7 @@ algorithm = "mlp"
 backend = "keras"
 device = "cpu"
 strategy = "horovod"
-workers = 2
+ranks = 2
 dataset = "digits"
 epochs = 500
 batch_size = 16
@@ -116,7 +116,7 @@ def test_ranks_die_when_their_slurm_job_is_cancelled(slurm_available, faults, tm
 
 def test_more_ranks_than_cores_are_refused_before_anything_is_written(faults, tmp_path):
     path = tmp_path / "wide.toml"
-    path.write_text(HOROVOD_SPEC.format(time_limit=60).replace("workers = 2", "workers = 1000000"))
+    path.write_text(HOROVOD_SPEC.format(time_limit=60).replace("ranks = 2", "ranks = 1000000"))
     out = faults.run(str(path))
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "set oversubscribe = true" in out.stderr
@@ -128,7 +128,7 @@ def test_oversubscription_asked_for_passes_the_check_and_is_flagged(faults, tmp_
     cores = len(os.sched_getaffinity(0))
     path = tmp_path / "over.toml"
     path.write_text(HOROVOD_SPEC.format(time_limit=300)
-                    .replace("workers = 2", f"workers = {cores + 1}\noversubscribe = true")
+                    .replace("ranks = 2", f"ranks = {cores + 1}\noversubscribe = true")
                     .replace("epochs = 500", "epochs = 1"))
     out = faults.run(str(path), "--dry-run")
     assert out.returncode == 0, out.stderr

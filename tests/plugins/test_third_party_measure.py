@@ -24,8 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 SPEARMAN = """
 from scipy.stats import spearmanr
 
-# the import path of plug-ins written before accelml.agreement (accelml.agreement is the new one)
-from accelml.report.measure import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
+from accelml.agreement import Aggregate, Bounds, Ideal, Measure, Reading, Tolerance
 
 
 def spearman(pair):

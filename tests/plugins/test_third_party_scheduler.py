@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from accelml.executors.config import SCHEDULERS, load_cluster_settings
+from accelml.executors.cluster_settings import SCHEDULERS, load_cluster_settings
 from accelml.executors.jobqueue import JobQueueExecutor
 from accelml.executors.resources import CaseNeeds
 
@@ -26,7 +26,7 @@ SGE_MODULE = '''
 
 import subprocess
 
-from accelml.executors.config import JobQueue, Scheduler
+from accelml.executors.cluster_settings import JobQueue, Scheduler
 from accelml.executors.jobqueue import JobQueueExecutor
 from accelml.executors.resources import memory_megabytes
 

@@ -117,7 +117,7 @@ def test_the_registry_lists_and_probes_it(acme_fit):
     rows = {row.name: row for row in strategy_availability()}
     assert rows["strategy acme-fit"].available, rows["strategy acme-fit"].detail
     with pytest.raises(SpecError, match="training workers must be 1 for strategy 'acme-fit'"):
-        load_spec_text(SPEC.replace("batch_size = 64", "batch_size = 64\nworkers = 2"), "w.toml")
+        load_spec_text(SPEC.replace("batch_size = 64", "batch_size = 64\nranks = 2"), "w.toml")
 
 
 @pytest.mark.slow

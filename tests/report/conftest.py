@@ -30,7 +30,7 @@ from accelml.results import (
     CaseResult,
     DatasetInfo,
     DLMeasurements,
-    EpochRecord,
+    EpochMeasurement,
     FailureKind,
     PhaseTiming,
     ResultsStore,
@@ -38,7 +38,7 @@ from accelml.results import (
     Score,
 )
 from accelml.results.store import array_digest
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "report"
@@ -209,7 +209,7 @@ def _dl_cases(store, run_id, environment):
             model.partial_fit(shard_X, shard_y, classes=classes)
             seconds = time.perf_counter() - start
             accuracy = float(model.score(X, y))
-            epochs.append(EpochRecord(epoch=epoch, seconds=seconds, loss=float(model.loss_),
+            epochs.append(EpochMeasurement(epoch=epoch, seconds=seconds, loss=float(model.loss_),
                                       accuracy=accuracy))
         counted = [e.seconds for e in epochs[1:]]
         timing = PhaseTiming.from_samples("epoch", counted, [epochs[0].seconds])

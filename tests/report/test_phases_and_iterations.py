@@ -21,7 +21,7 @@ from accelml.report.table import build_rows, has_interval, phase_speedup_text, r
 from accelml.results import (
     CaseResult,
     DLMeasurements,
-    EpochRecord,
+    EpochMeasurement,
     PhaseTiming,
     ResultsStore,
     RunRecord,
@@ -137,7 +137,7 @@ def test_fair_start_gives_every_backend_the_reference_centroids(tmp_path):
 
 
 def _dl_result(case_id, workers, digests, seconds):
-    epochs = tuple(EpochRecord(i, seconds, 1.0 / (i + 1)) for i in range(3))
+    epochs = tuple(EpochMeasurement(i, seconds, 1.0 / (i + 1)) for i in range(3))
     dl = DLMeasurements("mlp", epochs, 32, workers, 0.01, 1000.0 * workers,
                         strategy="horovod" if workers > 1 else None, rank_weight_digests=digests)
     return CaseResult("run1", case_id, "mlp", "keras", "cpu", "mnist", "ok", workers=workers,

@@ -265,8 +265,8 @@ def test_html_report_of_a_scaling_run_draws_the_three_tutorial_plots(browser, pa
     _assert_clean(page)
     [chart] = page.evaluate("""[...document.querySelectorAll('figure.chart[data-section=scaling]')]
         .map(f => [...f.querySelectorAll('svg text')].map(t => t.textContent).join('|'))""")
-    for title in ("Epoch time", "Throughput", "Speedup", "images per second", "workers",
-                  "ideal (speedup = workers)"):
+    for title in ("Epoch time", "Throughput", "Speedup", "images per second", "ranks",
+                  "ideal (speedup = ranks)"):
         assert title in chart
     store = ResultsStore(runs.directory)
     epochs = {r.workers: r.timing("epoch").median for r in store.case_results(runs.dl) if r.ok}
@@ -318,11 +318,11 @@ def test_terminal_report_of_a_scaling_run_gives_speedup_and_efficiency_per_worke
     rep = load_report(runs.dl, runs.directory)
     epochs = {r.workers: r.timing("epoch").median for r in rep.results if r.ok}
     text = rep.text()
-    assert "data-parallel scaling (epoch time over the 1-worker case; a step: " in text
+    assert "data-parallel scaling (epoch time over the 1-rank case; a step: " in text
     for workers in (2, 4):
         speedup = epochs[1] / epochs[workers]
-        assert (f"{workers} workers {format_speedup(speedup)} "
+        assert (f"{workers} ranks {format_speedup(speedup)} "
                 f"(efficiency {speedup / workers:.0%}; a step ") in text
-    # the measured step at N workers against 1, and what it spends beyond the 1-worker step
+    # the measured step at N ranks against 1, and what it spends beyond the 1-rank step
     assert "of collective and host work" in text
     assert "1 of 4 case(s) FAILED" in text and "SIGKILL" in text

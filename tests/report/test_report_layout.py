@@ -19,12 +19,12 @@ from accelml.report.plots import format_speedup, readable_text_colour, relative_
 from accelml.results import (
     CaseResult,
     DLMeasurements,
-    EpochRecord,
+    EpochMeasurement,
     PhaseTiming,
     ResultsStore,
     Score,
 )
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 
 WIDE = "20261126-090000-3a11de"
 DESCRIPTION = "Horovod vs torch-ddp at two batch sizes, and logistic regression on two backends"
@@ -67,7 +67,7 @@ def _wide_cases(run_id, environment):
     for strategy in ("horovod", "torch-ddp"):
         for batch in (256, 512):
             for workers in (1, 2):
-                epochs = [EpochRecord(epoch=e, seconds=s, loss=1.0 / (e + 1), accuracy=0.5)
+                epochs = [EpochMeasurement(epoch=e, seconds=s, loss=1.0 / (e + 1), accuracy=0.5)
                           for e, s in enumerate(_timed(lambda: weights @ weights, 4))]
                 timing = PhaseTiming.from_samples("epoch", [e.seconds for e in epochs[1:]], [epochs[0].seconds])
                 cases.append(CaseResult(

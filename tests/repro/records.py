@@ -9,7 +9,7 @@ import numpy as np
 
 from accelml.results.records import ArrayRef, CaseResult, DatasetInfo, FailureKind, RunRecord, Score
 from accelml.results.store import ResultsStore, array_digest, array_to_npy_bytes
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 
 _counter = itertools.count()
 

@@ -253,13 +253,13 @@ def test_update_baseline_keeps_reviewed_tolerances(baseline_run, data, capsys):
 
 
 def test_deep_learning_loss_accuracy_and_rank_drift(tmp_path):
-    from accelml.results.records import DLMeasurements, EpochRecord
+    from accelml.results.records import DLMeasurements, EpochMeasurement
 
     store = ResultsStore(tmp_path / "results")
 
     def run(loss, accuracy, digests):
         run_id = new_run(store)
-        dl = DLMeasurements(model="mnist_cnn", epochs=(EpochRecord(0, 1.0, loss),),
+        dl = DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 1.0, loss),),
                             per_worker_batch_size=32, workers=2, learning_rate=0.01,
                             images_per_second=50.0, strategy="horovod",
                             rank_weight_digests=digests, final_loss=loss, final_accuracy=accuracy)

@@ -18,9 +18,9 @@ from accelml.orchestration import default_threads, new_run_id, run_experiment
 from accelml.results.records import RunRecord, utc_now
 from accelml.results.store import ResultsStore
 from accelml.runner.determinism import deterministic_experiment
-from accelml.runner.environment import fingerprint
+from accelml.runner.fingerprint import fingerprint
 from accelml.runner.process import CaseInput
-from accelml.runner.worker import run_case
+from accelml.runner.run_case import run_case
 from accelml.spec.load import load_spec
 
 REPO = Path(__file__).resolve().parents[2]

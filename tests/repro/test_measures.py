@@ -15,7 +15,7 @@ from accelml.agreement.arrays import compare_arrays, match_labels
 from accelml.agreement.matrix import agreement_matrix, compare_results, run_to_run
 from accelml.expectations import pair_expectation
 from accelml.report.matrix_table import format_matrix
-from accelml.results.records import DLMeasurements, EpochRecord
+from accelml.results.records import DLMeasurements, EpochMeasurement
 from accelml.results.store import ResultsStore
 
 from .records import add_result, new_run
@@ -190,7 +190,7 @@ def test_deep_learning_measures_and_rank_agreement(tmp_path):
     run_id = new_run(store)
 
     def dl(workers, loss, accuracy, digests):
-        return DLMeasurements(model="mnist_cnn", epochs=(EpochRecord(0, 1.0, loss),),
+        return DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 1.0, loss),),
                               per_worker_batch_size=32, workers=workers, learning_rate=0.01,
                               images_per_second=100.0, rank_weight_digests=digests,
                               final_loss=loss, final_accuracy=accuracy)
@@ -211,7 +211,7 @@ def test_deep_learning_measures_and_rank_agreement(tmp_path):
 
 
 def _dl(workers, test_accuracy, *, train_accuracy=1.0, updates=256, momentum=0.99, batch=256):
-    return DLMeasurements(model="resnet50v2", epochs=(EpochRecord(0, 1.0, 0.1),),
+    return DLMeasurements(model="resnet50v2", epochs=(EpochMeasurement(0, 1.0, 0.1),),
                           per_worker_batch_size=batch, workers=workers, learning_rate=0.01,
                           images_per_second=100.0, rank_weight_digests=("w",) * workers,
                           final_loss=0.1, final_accuracy=train_accuracy,
@@ -316,7 +316,7 @@ def test_cross_scale_pairs_each_strategy_with_its_own_one_worker_case(tmp_path):
     run_id = new_run(store)
 
     def dl(workers, accuracy):
-        return DLMeasurements(model="mnist_cnn", epochs=(EpochRecord(0, 1.0, 0.5),),
+        return DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 1.0, 0.5),),
                               per_worker_batch_size=32, workers=workers, learning_rate=0.01,
                               images_per_second=100.0, rank_weight_digests=("w",) * workers,
                               final_loss=0.5, final_accuracy=accuracy)

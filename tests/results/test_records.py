@@ -10,7 +10,7 @@ from accelml.results.records import (
     DatasetInfo,
     DLMeasurements,
     Environment,
-    EpochRecord,
+    EpochMeasurement,
     FailureKind,
     PhaseTiming,
     RunRecord,
@@ -24,8 +24,8 @@ def full_case() -> CaseResult:
     env = Environment(python="3.11.7", platform="linux", cpu_model="cpu", logical_cores=2,
                       physical_cores=1, usable_cores=2, libraries=(("numpy", "2.0"),),
                       hostname="node1", slurm_job_id="42", threads=2)
-    dl = DLMeasurements(model="mnist_cnn", epochs=(EpochRecord(0, 3.0, 1.0, 0.5),
-                                                  EpochRecord(1, 2.0, 0.5, 0.8)),
+    dl = DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 3.0, 1.0, 0.5),
+                                                  EpochMeasurement(1, 2.0, 0.5, 0.8)),
                         per_worker_batch_size=32, workers=4, learning_rate=0.04,
                         images_per_second=1000.0, strategy="horovod",
                         rank_weight_digests=("a", "a", "a", "a"))

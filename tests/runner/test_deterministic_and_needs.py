@@ -8,7 +8,7 @@ import pytest
 from accelml.cases import Case, DatasetSpec
 from accelml.errors import SpecError
 from accelml.executors import ensure_scale
-from accelml.executors.local import LocalExecutor
+from accelml.executors.local_cluster import LocalExecutor
 from accelml.orchestration import plan_run, run_experiment
 from accelml.probe import list_gpus, usable_cores
 from accelml.results.store import ResultsStore

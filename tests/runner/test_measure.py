@@ -1,6 +1,6 @@
 import itertools
 
-from accelml.runner.measure import repeat_until_stable
+from accelml.runner.timing import repeat_until_stable
 
 
 def fake_rounds(values):

@@ -12,7 +12,7 @@ import pytest
 from accelml.agreement.baseline import make_baseline
 from accelml.agreement.matrix import agreement_matrix, compare_results
 from accelml.errors import SpecError
-from accelml.executors.config import load_cluster_settings
+from accelml.executors.cluster_settings import load_cluster_settings
 from accelml.executors.resources import CaseNeeds
 from accelml.orchestration import run_experiment
 from accelml.report.matrix_table import format_matrix
@@ -41,7 +41,7 @@ threads = 1
 [[cases]]
 algorithm = "gradient_boosting_classifier"
 backend = "xgboost"
-workers = [1, 2]
+ranks = [1, 2]
 dataset = "data"
 params = {n_estimators = 30, max_depth = 6, max_leaf_nodes = 63, max_bins = 32, random_state = 0}
 """
@@ -167,7 +167,7 @@ def test_a_two_worker_case_killed_at_its_time_limit_says_where_its_workers_were(
     """The workers answer the runner's request for stacks (a dask preload), and the
     failure's reason names where their busiest threads were: inside XGBoost's training."""
     spec = (SPEC.replace("repeats = 1", "repeats = 1\ntime_limit = 25")
-            .replace("workers = [1, 2]", "workers = 2")
+            .replace("ranks = [1, 2]", "ranks = 2")
             .replace("n_estimators = 30,", "n_estimators = 1000000,"))
     store, _, results = run(tmp_path, "local", spec)
     result = results[(2, "data")]

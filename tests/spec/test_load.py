@@ -1,4 +1,8 @@
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -6,6 +10,7 @@ from accelml.errors import SpecError
 from accelml.orchestration import plan_run
 from accelml.spec.load import load_spec, load_spec_text
 
+REPO = Path(__file__).resolve().parents[2]
 REPEATS = "repeats = {min = 2, max = 4, target = 0.1}"
 VALID = """
 name = "t"
@@ -118,23 +123,22 @@ def test_missing_file_and_bad_toml(tmp_path):
         load_spec(tmp_path / "absent.toml")
 
 
-def test_keras_cases_take_workers_strategy_and_training_keys():
-    text = """
-    reference = "keras"
-    [datasets.digits]
-    source = "shipped"
-    name = "digits"
-    [[cases]]
-    algorithm = "mnist_cnn"
-    backend = "keras"
-    dataset = "digits"
-    workers = [1, 2]
-    strategy = "horovod"
-    epochs = 3
-    batch_size = 32
-    learning_rate = 0.01
-    lr_scaling = "sqrt"
-    """
+KERAS_ON_RANKS = """
+[datasets.digits]
+source = "shipped"
+name = "digits"
+[[cases]]
+algorithm = "mnist_cnn"
+backend = "keras"
+dataset = "digits"
+strategy = "horovod"
+ranks = [1, 2]
+"""
+
+
+def test_keras_cases_take_ranks_strategy_and_training_keys():
+    text = ('reference = "keras"\n' + KERAS_ON_RANKS
+            + 'epochs = 3\nbatch_size = 32\nlearning_rate = 0.01\nlr_scaling = "sqrt"\n')
     experiment = load(text)
     assert [c.workers for c in experiment.cases] == [1, 2]
     assert experiment.cases[1].params_dict == {"epochs": 3, "batch_size": 32,
@@ -146,9 +150,33 @@ def test_keras_cases_take_workers_strategy_and_training_keys():
     with pytest.raises(SpecError, match=r"cases\[0\]: training keras_backend must be one of "
                                         r"tensorflow, torch for strategy 'horovod', not 'jax'"):
         load(text.replace('lr_scaling = "sqrt"', 'keras_backend = "jax"'))
-    with pytest.raises(SpecError, match="cases\\[0\\].workers: backend 'sklearn' trains kmeans in "
+    with pytest.raises(SpecError, match="cases\\[0\\].ranks: backend 'sklearn' trains kmeans in "
                                         "one process only"):
-        load(VALID.replace('dataset = "blobs"', 'dataset = "blobs"\nworkers = 2'))
+        load(VALID.replace('dataset = "blobs"', 'dataset = "blobs"\nranks = 2'))
+
+
+def dry_run(tmp_path, text):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    return subprocess.run([sys.executable, "-m", "accelml", "compare", str(spec), "--dry-run"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def test_the_old_case_key_workers_is_read_as_ranks_with_one_warning_line(tmp_path):
+    new = dry_run(tmp_path, KERAS_ON_RANKS)
+    old = dry_run(tmp_path, KERAS_ON_RANKS.replace("ranks = ", "workers = "))
+    assert new.returncode == 0 and old.returncode == 0, (new.stderr, old.stderr)
+    assert old.stdout == new.stdout and " x2 [horovod]" in new.stdout
+    assert "workers" not in new.stderr
+    [warning] = [line for line in old.stderr.splitlines() if "workers" in line]
+    assert warning.endswith("spec.toml: 'workers' is now 'ranks' (read as the new name: cases[0].workers)")
+    assert [c.workers for c in load(KERAS_ON_RANKS.replace("ranks = ", "workers = ")).cases] == [1, 2]
+
+
+def test_a_case_giving_both_workers_and_ranks_is_an_error():
+    with pytest.raises(SpecError, match=r"cases\[0\]\.workers: the old name of 'ranks'; give only 'ranks'"):
+        load(KERAS_ON_RANKS + "workers = 2\n")
 
 
 def test_shipped_specs_validate():

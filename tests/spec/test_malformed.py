@@ -71,7 +71,7 @@ def broken_documents(draw):
             "description", "memory_limit_mb", "threads", "seed", "cluster")))] = draw(scalars)
     elif mutation == "unknown_case":
         case[draw(unknown_names.filter(lambda k: k not in (
-            "algorithm", "backend", "device", "workers", "strategy", "dataset", "params",
+            "algorithm", "backend", "device", "ranks", "workers", "strategy", "dataset", "params",
             "grid", "repeats", "warmup", "time_limit", "memory_limit_mb", "threads", "model",
             "epochs", "batch_size", "learning_rate", "lr_scaling")))] = draw(scalars)
     elif mutation == "unknown_dataset_key":
@@ -95,7 +95,7 @@ def broken_documents(draw):
     elif mutation == "empty_grid":
         case["grid"] = {"n_init": []}
     elif mutation == "empty_list":
-        case[draw(st.sampled_from(["backend", "algorithm", "dataset", "device", "workers"]))] = []
+        case[draw(st.sampled_from(["backend", "algorithm", "dataset", "device", "ranks"]))] = []
     elif mutation == "missing_file":
         document["datasets"]["blobs"] = {"source": "file", "path": draw(
             st.text(alphabet="abcxyz", min_size=1, max_size=8)) + ".npz"}

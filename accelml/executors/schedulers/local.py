@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from accelml.executors.config import Scheduler
-from accelml.executors.local import LocalExecutor, scale_problem
+from accelml.executors.cluster_settings import Scheduler
+from accelml.executors.local_cluster import LocalExecutor, scale_problem
 
 SCHEDULER = Scheduler(name="local", executor=LocalExecutor, preview_as="slurm",
                       scale_problem=scale_problem)

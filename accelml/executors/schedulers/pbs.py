@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 
-from accelml.executors.config import JobOptions, JobQueue, QueueStates, Scheduler
+from accelml.executors.cluster_settings import JobOptions, JobQueue, QueueStates, Scheduler
 from accelml.executors.jobqueue import JobQueueExecutor
 from accelml.executors.resources import Resources, memory_megabytes
 

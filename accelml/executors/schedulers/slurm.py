@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import subprocess
 
-from accelml.executors.config import (
+from accelml.executors.cluster_settings import (
     ClusterSettings,
     JobOptions,
     JobQueue,

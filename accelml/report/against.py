@@ -14,7 +14,6 @@ from typing import Any
 
 from accelml.cases import canonical_json
 from accelml.report.environment import EnvironmentDifference, environment_differences
-from accelml.report.labels import case_label
 from accelml.report.speed import PHASES, geometric_mean
 from accelml.results.records import CaseResult, RunRecord
 
@@ -116,14 +115,14 @@ def compare_runs(this_run: RunRecord, these: list[CaseResult], other_run: RunRec
                 known = all(math.isfinite(x) for x in bounds) and min(a.count, b.count) > 1
                 distinct.append((phase, (b.ci_high < a.ci_low or a.ci_high < b.ci_low)
                                  if known else None))
-        paired.append(CaseRatio(case_label(result), result.case_id, match.case_id,
+        paired.append(CaseRatio(result.label, result.case_id, match.case_id,
                                 _status(result), _status(match), tuple(mine), tuple(theirs),
                                 tuple(ratios), result.env_hash, match.env_hash, tuple(distinct)))
     paired_ids = {c.case_id for c in paired}
     return RunComparison(
         this=this_run, other=other_run, cases=tuple(paired),
-        only_here=tuple(case_label(r) for r in these if r.case_id not in paired_ids),
-        only_there=tuple(case_label(r) for r in others if r.case_id not in used),
+        only_here=tuple(r.label for r in these if r.case_id not in paired_ids),
+        only_there=tuple(r.label for r in others if r.case_id not in used),
         environment_differences=environment_differences(this_run.environment,
                                                         other_run.environment),
         other_results_dir=other_results_dir)

@@ -1,4 +1,4 @@
-"""What one rank runs: ``python -m accelml.dl.worker CONFIG.json RESULT_DIR``.
+"""What one rank runs: ``python -m accelml.dl.rank CONFIG.json RESULT_DIR``.
 
 It trains with :func:`accelml.dl.run_training` and writes ``RESULT_DIR/rank-<rank>.json``:
 ``{"ok": true, "result": {...}}`` or, if anything raised, ``{"ok": false, "error": ...,

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Self
 
-from accelml.executors.config import ClusterSettings
+from accelml.executors.cluster_settings import ClusterSettings
 from accelml.executors.dashboard import LOCAL_ONLY, close_cluster_http, dashboard_url
 from accelml.executors.interface import CaseOutcome, Item, ProgressCallback, Result
 from accelml.executors.resources import CaseNeeds

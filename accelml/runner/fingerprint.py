@@ -94,11 +94,11 @@ def fingerprint(threads: int | None = None) -> Environment:
 
 
 def fingerprint_inside(container: Container, threads: int | None) -> Environment:
-    """The fingerprint a process in ``container`` takes (``python -m accelml.runner.environment``
+    """The fingerprint a process in ``container`` takes (``python -m accelml.runner.fingerprint``
     run there)."""
     environment = {name: value for name, value in os.environ.items() if name != RANK_CONTAINER_VARIABLE}
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    wrapped = wrap(container, [container.python, "-m", "accelml.runner.environment", str(threads or "")],
+    wrapped = wrap(container, [container.python, "-m", "accelml.runner.fingerprint", str(threads or "")],
                    environment, binds=[package_root])
     if wrapped.problem:
         raise UnavailableError(wrapped.problem)

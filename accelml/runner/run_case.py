@@ -50,17 +50,17 @@ from accelml.results.records import (
 from accelml.results.store import array_digest, array_to_npy_bytes
 from accelml.runner.dask_workers import measure_on_workers
 from accelml.runner.determinism import apply as apply_deterministic_mode
-from accelml.runner.environment import fingerprint
-from accelml.runner.measure import (
+from accelml.runner.fingerprint import fingerprint
+from accelml.runner.process import CaseDocument, CaseInput
+from accelml.runner.rounds import clocked
+from accelml.runner.scores import scores_for
+from accelml.runner.stacks import STACKS_SIGNAL
+from accelml.runner.timing import (
     GPUMemorySampler,
     host_copy,
     peak_host_memory_bytes,
     repeat_until_stable,
 )
-from accelml.runner.process import CaseDocument, CaseInput
-from accelml.runner.rounds import clocked
-from accelml.runner.scores import scores_for
-from accelml.runner.stacks import STACKS_SIGNAL
 from accelml.scratch import kill_tree
 
 PREDICT_METHOD = {"decomposition": "transform"}
