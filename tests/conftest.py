@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import re
 import signal
@@ -31,6 +33,7 @@ def pytest_configure(config):
         "gpu: needs an NVIDIA GPU; skipped with the reason where there is none",
         "slow: takes more than a few seconds",
         "faults: the fault suite (tests/faults): real faults injected into real runs",
+        "alone: compares timings taken in two processes: no test runs beside it on another xdist worker",
     ):
         config.addinivalue_line("markers", line)
 
@@ -102,6 +105,37 @@ def pytest_collection_modifyitems(config, items):
         # a unit of several tests keeps its own order (some read a shared store's latest run)
         items.sort(key=lambda item: item.get_closest_marker("slow") is None
                    and work_unit(item.nodeid) == item.nodeid)
+
+
+@contextlib.contextmanager
+def _turn(config, alone: bool):
+    """This worker's turn to run one test: shared with the other xdist workers' tests, or the
+    whole machine for a test marked ``alone`` (its timings must not share the 2 cores with a
+    neighbour's processes). A fair readers-writer lock of two flocks: a test marked ``alone``
+    holds the turnstile while it waits, so the other workers start no new test meanwhile and
+    it gets the machine once the tests already running end. Nothing to share without workers."""
+    if not hasattr(config, "workerinput"):
+        yield
+        return
+    shared = Path(config.option.basetemp).parent      # the run's tmp_path root, its workers' parent
+    with open(shared / "turnstile.lock", "a") as turnstile, open(shared / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test (set-up, fixtures of wider scope it builds first, call, tear-down) in its
+    :func:`_turn`."""
+    with _turn(item.config, alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

@@ -163,6 +163,7 @@ def test_workers_sleep_and_block_while_they_wait_unless_told_otherwise(tmp_path,
     assert sorted(seen.values()) == [expected, expected]
 
 
+@pytest.mark.alone   # its two dask workers must be training by the 25 s limit, not still starting
 def test_a_two_worker_case_killed_at_its_time_limit_says_where_its_workers_were(tmp_path):
     """The workers answer the runner's request for stacks (a dask preload), and the
     failure's reason names where their busiest threads were: inside XGBoost's training."""
