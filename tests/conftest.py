@@ -39,6 +39,8 @@ def pytest_configure(config):
 
 
 SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|class|package|session)["']""")
+ONE_WORKER = re.compile(r"^ONE_WORKER = True\b", re.MULTILINE)
+"""What a folder's conftest.py says when all the folder's tests must run on one worker, in order."""
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -57,24 +59,34 @@ def pytest_xdist_make_scheduler(config, log):
     return WorkUnits(config, log)
 
 
+def _text(path: str) -> str:
+    found = REPO / path
+    return found.read_text() if found.is_file() else ""
+
+
 @functools.cache
 def _shares_a_fixture(module: str) -> bool:
-    path = REPO / module
-    return path.is_file() and SHARED_SCOPE.search(path.read_text()) is not None
+    return SHARED_SCOPE.search(_text(module)) is not None
+
+
+@functools.cache
+def _one_worker(folder: str) -> bool:
+    return ONE_WORKER.search(_text(f"{folder}/conftest.py")) is not None
 
 
 def work_unit(nodeid: str) -> str:
     """The tests that one xdist worker runs together, one after another.
 
-    - the fault suite (``tests/faults``) is one unit: its tests time signals against process
-      start-up (a Ctrl-C 0.5 s after the start, a case process that must die within 0.5 s of
-      its client), which several at once on 2 cores make miss;
+    - a folder whose conftest.py says ``ONE_WORKER = True`` is one unit: the fault suite
+      (``tests/faults``), whose tests time signals against process start-up, and
+      ``tests/report``, whose modules read one session-scoped store of real runs, some in order;
     - a module with a module-, class- or session-scoped fixture (one real comparison that
       several tests read, some of them in order: "latest" run of a shared store) is one unit,
       so that the fixture is built once and its tests keep their order;
-    - a folder whose conftest.py holds such a fixture (``tests/report``'s stores of real runs,
-      ``tests/containers``' image) is one unit, for the same reasons;
-    - every other test is a unit of its own, taken by whichever worker is free.
+    - every other test is a unit of its own, taken by whichever worker is free. A folder's
+      session-scoped fixtures that are cheap to build (``tests/dl``'s Horovod probes,
+      ``tests/containers``' cached image) are built once per worker that needs them, rather
+      than putting the whole folder (tests/dl: ~100 tests of real ranks) on one worker.
 
     Units with more tests start first; other tests may share the machine (each worker has its
     own tmp_path root; tests name their SLURM jobs, fault tags and ports uniquely).
@@ -85,14 +97,16 @@ def work_unit(nodeid: str) -> str:
     'tests/report'
     >>> work_unit("tests/cli/test_compare.py::test_table")
     'tests/cli/test_compare.py'
+    >>> work_unit("tests/dl/test_horovod.py::test_only_rank_zero_writes_files")
+    'tests/dl/test_horovod.py'
+    >>> work_unit("tests/dl/test_distribute.py::test_mirrored_on_two_logical_cpu_devices")
+    'tests/dl/test_distribute.py::test_mirrored_on_two_logical_cpu_devices'
     >>> work_unit("tests/spec/test_load.py::test_x")
     'tests/spec/test_load.py::test_x'
     """
     module = nodeid.split("::")[0]
-    if module.startswith("tests/faults/"):
-        return "tests/faults"
     folder = module.rpartition("/")[0]
-    if _shares_a_fixture(f"{folder}/conftest.py"):    # e.g. tests/report's stores of real runs
+    if _one_worker(folder):
         return folder
     return module if _shares_a_fixture(module) else nodeid
 
