@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import functools
@@ -56,6 +57,7 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
+    config.option.loadscopereorder = False   # the workers' collection order, not the units' sizes
     return WorkUnits(config, log)
 
 
@@ -112,13 +114,15 @@ def work_unit(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """On an xdist worker: the tests marked ``slow`` and the units of several tests first
-    (stable otherwise), so that among the single-test units a long one does not start last
-    and leave the other workers idle."""
+    """On an xdist worker: the units in the order the workers take them (the scheduler keeps
+    this order): those with the most tests marked ``slow`` first (the fault suite's chain, then
+    the longest real runs), then the other units of several tests, then single tests; stable
+    otherwise, so that a unit keeps its own order (some read a shared store's latest run) and
+    no long test starts last while the other workers sit idle."""
     if hasattr(config, "workerinput"):
-        # a unit of several tests keeps its own order (some read a shared store's latest run)
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None
-                   and work_unit(item.nodeid) == item.nodeid)
+        units = {item.nodeid: work_unit(item.nodeid) for item in items}
+        slow = collections.Counter(units[item.nodeid] for item in items if item.get_closest_marker("slow"))
+        items.sort(key=lambda item: (-slow[units[item.nodeid]], units[item.nodeid] == item.nodeid))
 
 
 @contextlib.contextmanager
