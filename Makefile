@@ -17,6 +17,10 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.accelml-installed
 HOROVOD := $(VENV)/.accelml-horovod
 PYTEST_ARGS ?=
+# mypy's incremental cache, outside the checkout like the Horovod wheel and the image: a fresh
+# clone re-checks only what changed (mypy compares its files' hashes), not the 135 modules and
+# the stubs of TensorFlow, PyTorch and JAX again (about 5 minutes of one core).
+MYPY_CACHE ?= $(or $(ACCELML_MYPY_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/accelml/mypy)
 
 .PHONY: compare test setup test-ready lint container-image test-tools
 .DEFAULT_GOAL := compare
@@ -35,7 +39,7 @@ test-ready: $(HOROVOD) lint container-image test-tools
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check accelml tests benchmarks
-	$(PY) -m mypy
+	$(PY) -m mypy --cache-dir "$(MYPY_CACHE)"
 
 container-image: $(INSTALLED)
 	@bash make/build-container-image.sh "$(VENV)"; rc=$$?; \

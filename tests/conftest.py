@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import fcntl
 import functools
 import re
 import signal
@@ -31,11 +34,14 @@ def pytest_configure(config):
         "gpu: needs an NVIDIA GPU; skipped with the reason where there is none",
         "slow: takes more than a few seconds",
         "faults: the fault suite (tests/faults): real faults injected into real runs",
+        "alone: compares timings taken in two processes: no test runs beside it on another xdist worker",
     ):
         config.addinivalue_line("markers", line)
 
 
 SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|class|package|session)["']""")
+ONE_WORKER = re.compile(r"^ONE_WORKER = True\b", re.MULTILINE)
+"""What a folder's conftest.py says when all the folder's tests must run on one worker, in order."""
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -51,27 +57,38 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
+    config.option.loadscopereorder = False   # the workers' collection order, not the units' sizes
     return WorkUnits(config, log)
+
+
+def _text(path: str) -> str:
+    found = REPO / path
+    return found.read_text() if found.is_file() else ""
 
 
 @functools.cache
 def _shares_a_fixture(module: str) -> bool:
-    path = REPO / module
-    return path.is_file() and SHARED_SCOPE.search(path.read_text()) is not None
+    return SHARED_SCOPE.search(_text(module)) is not None
+
+
+@functools.cache
+def _one_worker(folder: str) -> bool:
+    return ONE_WORKER.search(_text(f"{folder}/conftest.py")) is not None
 
 
 def work_unit(nodeid: str) -> str:
     """The tests that one xdist worker runs together, one after another.
 
-    - the fault suite (``tests/faults``) is one unit: its tests time signals against process
-      start-up (a Ctrl-C 0.5 s after the start, a case process that must die within 0.5 s of
-      its client), which several at once on 2 cores make miss;
+    - a folder whose conftest.py says ``ONE_WORKER = True`` is one unit: the fault suite
+      (``tests/faults``), whose tests time signals against process start-up, and
+      ``tests/report``, whose modules read one session-scoped store of real runs, some in order;
     - a module with a module-, class- or session-scoped fixture (one real comparison that
       several tests read, some of them in order: "latest" run of a shared store) is one unit,
       so that the fixture is built once and its tests keep their order;
-    - a folder whose conftest.py holds such a fixture (``tests/report``'s stores of real runs,
-      ``tests/containers``' image) is one unit, for the same reasons;
-    - every other test is a unit of its own, taken by whichever worker is free.
+    - every other test is a unit of its own, taken by whichever worker is free. A folder's
+      session-scoped fixtures that are cheap to build (``tests/dl``'s Horovod probes,
+      ``tests/containers``' cached image) are built once per worker that needs them, rather
+      than putting the whole folder (tests/dl: ~100 tests of real ranks) on one worker.
 
     Units with more tests start first; other tests may share the machine (each worker has its
     own tmp_path root; tests name their SLURM jobs, fault tags and ports uniquely).
@@ -82,26 +99,61 @@ def work_unit(nodeid: str) -> str:
     'tests/report'
     >>> work_unit("tests/cli/test_compare.py::test_table")
     'tests/cli/test_compare.py'
+    >>> work_unit("tests/dl/test_horovod.py::test_only_rank_zero_writes_files")
+    'tests/dl/test_horovod.py'
+    >>> work_unit("tests/dl/test_distribute.py::test_mirrored_on_two_logical_cpu_devices")
+    'tests/dl/test_distribute.py::test_mirrored_on_two_logical_cpu_devices'
     >>> work_unit("tests/spec/test_load.py::test_x")
     'tests/spec/test_load.py::test_x'
     """
     module = nodeid.split("::")[0]
-    if module.startswith("tests/faults/"):
-        return "tests/faults"
     folder = module.rpartition("/")[0]
-    if _shares_a_fixture(f"{folder}/conftest.py"):    # e.g. tests/report's stores of real runs
+    if _one_worker(folder):
         return folder
     return module if _shares_a_fixture(module) else nodeid
 
 
 def pytest_collection_modifyitems(config, items):
-    """On an xdist worker: the tests marked ``slow`` and the units of several tests first
-    (stable otherwise), so that among the single-test units a long one does not start last
-    and leave the other workers idle."""
+    """On an xdist worker: the units in the order the workers take them (the scheduler keeps
+    this order): those with the most tests marked ``slow`` first (the fault suite's chain, then
+    the longest real runs), then the other units of several tests, then single tests; stable
+    otherwise, so that a unit keeps its own order (some read a shared store's latest run) and
+    no long test starts last while the other workers sit idle."""
     if hasattr(config, "workerinput"):
-        # a unit of several tests keeps its own order (some read a shared store's latest run)
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None
-                   and work_unit(item.nodeid) == item.nodeid)
+        units = {item.nodeid: work_unit(item.nodeid) for item in items}
+        slow = collections.Counter(units[item.nodeid] for item in items if item.get_closest_marker("slow"))
+        items.sort(key=lambda item: (-slow[units[item.nodeid]], units[item.nodeid] == item.nodeid))
+
+
+@contextlib.contextmanager
+def _turn(config, alone: bool):
+    """This worker's turn to run one test: shared with the other xdist workers' tests, or the
+    whole machine for a test marked ``alone`` (its timings must not share the 2 cores with a
+    neighbour's processes). A fair readers-writer lock of two flocks: a test marked ``alone``
+    holds the turnstile while it waits, so the other workers start no new test meanwhile and
+    it gets the machine once the tests already running end. Nothing to share without workers."""
+    if not hasattr(config, "workerinput"):
+        yield
+        return
+    shared = Path(config.option.basetemp).parent      # the run's tmp_path root, its workers' parent
+    with open(shared / "turnstile.lock", "a") as turnstile, open(shared / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test (set-up, fixtures of wider scope it builds first, call, tear-down) in its
+    :func:`_turn`."""
+    with _turn(item.config, alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 @pytest.fixture(scope="session")

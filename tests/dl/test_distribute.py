@@ -90,6 +90,7 @@ def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, 
 
 
 @pytest.mark.slurm
+@pytest.mark.slow
 def test_multiworker_under_srun_uses_the_slurm_cluster_resolver(slurm_available):
     result = launch(SMALL.replace(strategy="multiworker", epochs=2), workers=2, launcher="srun")
     assert len(result.rank_digests) == 2 and result.ranks_agree

@@ -15,6 +15,7 @@ import pytest
 SCRIPT = Path(__file__).with_name("jax_step_variants.py")
 
 
+@pytest.mark.slow
 def test_gradient_reductions_keep_devices_identical_and_match_the_all_reduce():
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     variants = ["buckets/float32", "reduce-scatter/float32", "allreduce/bfloat16",
@@ -38,6 +39,7 @@ def test_gradient_reductions_keep_devices_identical_and_match_the_all_reduce():
     assert unreduced["max_difference"] > 0.1 * unreduced["max_update"]
 
 
+@pytest.mark.slow
 def test_several_steps_per_dispatch_train_the_same_steps():
     """``steps_per_execution`` runs K steps in one dispatch (a loop on the devices, the last
     dispatch shorter where K does not divide the epoch): the same batches, so the same losses

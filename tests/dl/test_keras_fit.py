@@ -8,6 +8,7 @@ from accelml.dl import TrainingConfig, launch
 from accelml.errors import SpecError
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine, image_size", [("jax", 16), ("torch", None)])
 def test_keras_fit_trains_from_numpy_on_the_engine_asked_for(engine, image_size):
     pytest.importorskip(engine, reason=f"{engine} is not installed")
@@ -27,6 +28,7 @@ def test_keras_fit_runs_on_one_device():
         TrainingConfig(strategy="keras-fit", workers=2)
 
 
+@pytest.mark.slow
 def test_keras_fit_in_deterministic_mode_repeats_bitwise():
     # the record promises bitwise repeats: same seed, same shuffles, same final weights
     pytest.importorskip("jax", reason="jax is not installed")

@@ -9,6 +9,7 @@ a strategy, so that they run through the very same launcher, loop and digest che
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -18,7 +19,10 @@ from accelml.dl import TrainingConfig, launch
 from accelml.errors import AccelmlError
 from tests.dl.checks import assert_learning_rates_follow_warmup, assert_only_rank_zero_wrote
 
-pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+# find_spec, not importorskip: every xdist worker collects this module, and importing torch
+# there costs each of them seconds of CPU before any test runs
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="torch is not installed (pip install torch)")
 
 BASE = TrainingConfig(model="small_resnet", model_options={"blocks": 1, "width": 4},
                       dataset="digits", strategy="torch-ddp", keras_backend="torch",

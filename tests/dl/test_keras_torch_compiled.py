@@ -12,6 +12,7 @@ made traceable without changing what the model computes.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,7 +23,10 @@ import pytest
 from accelml.dl import TrainingConfig, launch
 from tests.dl.checks import largest_difference, saved_model_weights
 
-pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
+# find_spec, not importorskip: every xdist worker collects this module, and importing torch
+# there costs each of them seconds of CPU before any test runs
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                reason="torch is not installed (pip install torch)")
 
 
 BASE = TrainingConfig(model="mlp", model_options={"hidden": (16,), "dropout": 0.25},

@@ -10,14 +10,17 @@ there is no GPU (these run on the lent GPU machines: benchmarks/gpu/device.sh).
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from accelml.dl import TrainingConfig, launch
 from tests.dl.checks import largest_difference, saved_model_weights
 
-pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
-
-pytestmark = pytest.mark.gpu
+# find_spec, not importorskip: every xdist worker collects this module, and importing torch
+# there costs each of them seconds of CPU before any test runs
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                                  reason="torch is not installed (pip install torch)")]
 
 BASE = TrainingConfig(model="small_resnet", model_options={"blocks": 2, "width": 8},
                       dataset="digits", strategy="torch-ddp", keras_backend="torch",

@@ -58,6 +58,7 @@ def test_digits_and_generated_images():
     assert np.array_equal(images.x_train, generated_images(64, 16, size=12, seed=1).x_train)
 
 
+@pytest.mark.slow
 def test_generated_images_are_learnable_but_not_trivially():
     # A small CNN after two short epochs: far above chance (0.1), below 1.0 (the images were
     # 1.0 for every model before: a 4x4 pattern per class plus noise). 8% of the test labels

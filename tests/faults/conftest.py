@@ -17,6 +17,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "ACCELML_FAULT_TAG"
+ONE_WORKER = True
+"""The fault suite runs on one xdist worker, one test at a time (tests/conftest.py's work units):
+its tests time signals against process start-up (a Ctrl-C 0.5 s after the start, a case process
+that must die within 0.5 s of its client), which several at once on 2 cores make miss."""
 
 
 def tagged(process: psutil.Process, tag: str) -> bool:

@@ -4,6 +4,7 @@ deterministic mode sets what its record declares, and its expectation is the one
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
@@ -15,7 +16,10 @@ from accelml.expectations import run_to_run_expectation
 from accelml.results.store import ResultsStore
 from accelml.spec.load import load_spec_text
 
-pytest.importorskip("jax", reason="the example strategy runs Keras on JAX (pip install jax)")
+# find_spec, not importorskip: every xdist worker collects this module, and importing jax
+# there costs each of them seconds of CPU before any test runs
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                reason="the example strategy runs Keras on JAX (pip install jax)")
 
 ACME_FIT = '''
     """acme-fit: Keras 3 on JAX, plain model.fit in one process."""

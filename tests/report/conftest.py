@@ -44,6 +44,9 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "report"
 HOSTILE = "<script>alert(1)</script>\"'&<img src=x onerror=alert(2)>"
 REPEATS = 5
+ONE_WORKER = True
+"""The report tests run on one xdist worker, in order (tests/conftest.py's work units): they read
+one session-scoped store of runs (built once) and one Chromium, some of them in order."""
 
 
 @dataclass(frozen=True)

@@ -59,23 +59,36 @@ def direct_fit_samples(case, cache_dir, repeats=5) -> list[float]:
     return samples
 
 
+ATTEMPTS = 3
+"""Measurements of the runner against the direct call, each pair taken afresh: load from outside
+the suite (other users of a shared machine) can hold the case process for all its 5 repeats.
+A fit time that counts something it should not (process start, data loading, the warm-up) is
+outside the bound in every attempt."""
+
+
+@pytest.mark.alone   # under -n 4 on 2 cores its case process got a third of a core: 76 vs 26 ms
 def test_runner_fit_time_agrees_with_a_direct_measurement(tmp_path):
     (case,) = load_spec_text(SPEC, "t.toml").cases
-    before = direct_fit_samples(case, tmp_path)
-    result, arrays = run(case, tmp_path)
-    after = direct_fit_samples(case, tmp_path)
-    assert result.ok, result.reason
-    fit = result.timing("fit")
-    assert fit.count == 5 and len(fit.warmup_samples) == 1
     # Same call, same data, same threads. On a shared, loaded machine other processes only
     # ever add time, so the fastest of several repeats is the stable estimate of the call's
     # own cost (medians here swing several-fold with the load). The runner's fastest repeat
     # must match the fastest direct one, measured just before and just after it, within a
     # factor of 1.5; counting process start (about a second), data loading or the warm-up in
     # "fit" would put it far outside.
-    direct_fastest = min(before + after)
-    assert direct_fastest / 1.5 <= fit.minimum <= direct_fastest * 1.5, (
-        sorted(before + after), fit.samples)
+    measured = []
+    for _ in range(ATTEMPTS):
+        before = direct_fit_samples(case, tmp_path)
+        result, arrays = run(case, tmp_path)
+        after = direct_fit_samples(case, tmp_path)
+        assert result.ok, result.reason
+        fit = result.timing("fit")
+        assert fit.count == 5 and len(fit.warmup_samples) == 1
+        direct_fastest = min(before + after)
+        measured.append((round(direct_fastest, 4), round(fit.minimum, 4)))
+        if direct_fastest / 1.5 <= fit.minimum <= direct_fastest * 1.5:
+            break
+    else:
+        raise AssertionError(f"(direct fastest, runner fastest) of each attempt: {measured}")
     assert fit.minimum <= fit.median <= fit.maximum
     assert statistics.median(before + after) < result.timing("startup").median + 10
     assert result.timing("startup").median > 0 and result.timing("load").count == 1
