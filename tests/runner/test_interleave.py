@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import accelml
 from accelml.cases import INTERLEAVED, ISOLATED
@@ -39,6 +40,7 @@ while True:
 """Spins for 0.35 s, rests for 0.35 s, forever: a load that switches on and off."""
 
 
+@pytest.mark.alone   # its own toggling load is the disturbance under test; neighbours would add another
 def test_a_candidate_twice_as_slow_shows_half_with_an_interval_excluding_one_under_a_toggling_load(
         tmp_path):
     experiment = load_spec_text(TWICE_THE_TREES, "twice.toml")
