@@ -76,12 +76,18 @@ start() {
   write_config
   running "$state/slurmctld.pid" || slurmctld || fail "start slurmctld" "see $state/slurmctld.log"
   running "$state/slurmd.pid" || slurmd || fail "start slurmd" "see $state/slurmd.log"
-  local node=""
-  for _ in $(seq 120); do
+  local node="" tries
+  for tries in $(seq 120); do
     node=$(node_state)
     case "$node" in
       idle|mixed|allocated) echo "SLURM up: node $host $node"; return 0 ;;
       down*|drain*|drained*) scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true ;;
+      # a job of an earlier run whose step daemon hung (its test was killed) keeps the node
+      # completing for good; down then resume drops it (this node runs only the suite's jobs)
+      completing*) if [ "$tries" -ge 40 ]; then
+          scontrol update nodename="$host" state=down reason="stuck completing" >/dev/null 2>&1 || true
+          scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
+        fi ;;
     esac
     sleep 0.5
   done
