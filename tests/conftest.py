@@ -156,12 +156,14 @@ def pytest_runtest_protocol(item, nextitem):
         return (yield)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def slurm_available() -> str:
     """Start (or find) the local SLURM; skip only where it cannot run here (not root, not Debian).
 
     Returns the partition name. A SLURM that should start here but does not is a test
-    failure, not a skip.
+    failure, not a skip. Called before every SLURM test (a third of a second when it is up):
+    it also clears a step daemon that slurmd never set up, which would otherwise keep its job
+    completing and the node held for the tests after it (``clear_stuck_steps`` in start.sh).
     """
     result = subprocess.run(["bash", str(SLURM_START), "start"], capture_output=True, text=True)
     if result.returncode == CANNOT_RUN_HERE:
