@@ -15,9 +15,10 @@ import pytest
 
 from accelml.datasets import load_dataset
 from accelml.datasets.loaders import PICKLE_OPT_IN
-from accelml.dl.config import TrainingConfig, training_config_dict
+from accelml.dl.config import TrainingConfig
 from accelml.dl.data import load_image_data
 from accelml.errors import SpecError
+from accelml.estimators.keras import training_config_dict
 from accelml.spec.load import load_spec, load_spec_text
 
 REPO = Path(__file__).resolve().parents[2]

@@ -62,7 +62,9 @@ def test_a_candidate_twice_as_slow_shows_half_with_an_interval_excluding_one_und
     assert reference.stopped_because == candidate.stopped_because
     found = speedup(candidate, reference, "fit")
     assert found is not None and found.measurement == INTERLEAVED
-    assert 0.4 < found.value < 0.6, found
+    # 6 against 12 trees of a forest is 0.5x give or take its fixed costs; the toggling load and
+    # whatever else shares 2 cores move single rounds, so the median is asked within a third of it
+    assert 0.33 < found.value < 0.67, found
     assert found.low <= found.value <= found.high < 1.0, found
 
 

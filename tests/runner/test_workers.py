@@ -133,7 +133,7 @@ def test_backends_that_train_in_one_process_refuse_several_workers():
     text = SPEC.replace('backend = "xgboost"', 'backend = "sklearn"').replace(
         'reference = "xgboost"', 'reference = "sklearn"')
     with pytest.raises(SpecError, match="trains gradient_boosting_classifier in one process only.*"
-                                        "several workers: xgboost"):
+                                        "on dask workers, one a rank: xgboost"):
         load_spec_text(text, "workers.toml")
 
 
