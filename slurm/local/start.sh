@@ -60,8 +60,8 @@ write_config() {
   mkdir -p "$state/ctld" "$state/d" /etc/slurm
   sed -e "s|@HOST@|$host|g" -e "s|@STATE@|$state|g" -e "s|@CPUS@|$cpus|g" -e "s|@MEM@|${mem:-1024}|g" \
       -e "s|@CTLD_PORT@|${ACCELML_SLURMCTLD_PORT:-6817}|g" -e "s|@D_PORT@|${ACCELML_SLURMD_PORT:-6818}|g" \
-      "$here/slurm.conf.in" > "$conf.new"
-  mv "$conf.new" "$conf"
+      "$here/slurm.conf.in" > "$conf.new.$$"
+  if cmp -s "$conf.new.$$" "$conf"; then rm -f "$conf.new.$$"; else mv "$conf.new.$$" "$conf"; fi   # (several tests start it at once)
 }
 
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
