@@ -69,14 +69,14 @@ running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 node_state() { sinfo --noheader --node="$host" --format=%T 2>/dev/null | head -n 1; }
 
 # slurmd sometimes fails to hand a new step daemon its set-up ("_send_slurmstepd_init failed"
-# in slurmd.log, seen when a job is cancelled while its srun step starts): the daemon then waits
-# on that pipe for ever, never renames itself "slurmstepd: [job.step]", and its job stays
+# in slurmd.log, at an srun step's launch; why is not known): the daemon then waits on that
+# pipe for ever, never renames itself "slurmstepd: [job.step]", and its job stays
 # completing, holding the node. Such a daemon, 10 s old or more, is killed; its job then ends.
 clear_stuck_steps() {
   local pid age
   for pid in $(pgrep -x slurmstepd 2>/dev/null); do
     [ "$(tr -d '\0' < "/proc/$pid/cmdline" 2>/dev/null)" = /usr/sbin/slurmstepd ] || continue
-    age=$(ps -o etimes= -p "$pid" 2>/dev/null | tr -d ' ')
+    age=$(ps -o etimes= -p "$pid" 2>/dev/null | tr -d ' ') || continue   # (it ended meanwhile)
     if [ -n "$age" ] && [ "$age" -ge 10 ]; then
       echo "slurm/local: killing step daemon $pid, stuck in its set-up for $age s" >&2
       kill -9 "$pid" 2>/dev/null || true
@@ -92,14 +92,14 @@ start() {
   write_config
   running "$state/slurmctld.pid" || slurmctld || fail "start slurmctld" "see $state/slurmctld.log"
   running "$state/slurmd.pid" || slurmd || fail "start slurmd" "see $state/slurmd.log"
-  local node="" tries
+  local node=""
   clear_stuck_steps
-  for tries in $(seq 120); do
+  for _ in $(seq 120); do
     node=$(node_state)
     case "$node" in
       idle|mixed|allocated) echo "SLURM up: node $host $node"; return 0 ;;
       down*|drain*|drained*) scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true ;;
-      completing*) [ "$tries" -ge 10 ] && clear_stuck_steps ;;
+      completing*) clear_stuck_steps ;;   # (only daemons 10 s into their set-up)
     esac
     sleep 0.5
   done
