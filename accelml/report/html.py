@@ -29,7 +29,7 @@ from accelml.report.environment import environment_fields
 from accelml.report.labels import params_text, varying_params
 from accelml.report.report_model import RunReport
 from accelml.report.speed import PHASES, worker_unit
-from accelml.report.table import Row, TimingCell, phase_speedup_text, ranks_text
+from accelml.report.table import Row, TimingCell, load_text, phase_speedup_text, ranks_text
 from accelml.report.terminal import crossover_lines
 
 if TYPE_CHECKING:
@@ -130,8 +130,7 @@ def _table(report: RunReport) -> dict[str, Any]:
             "ranks": "–" if row.ranks_identical is None else ranks_text(row),
             "ranks_bad": row.ranks_identical is False,
             "optimum": row.optimum.reason if row.different_optimum and row.optimum else "",
-            "busy_host": "" if row.busy_host is None else
-                         f"load {row.busy_host[0]:.1f} on {row.busy_host[1]} cores",
+            "busy_host": "" if row.busy_host is None else f"load {load_text(row.busy_host)}",
         })
     return {"rows": body, "show_epoch": show_epoch,
             "show_iterations": any(row.iterations is not None for row in rows),

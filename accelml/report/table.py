@@ -282,6 +282,16 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
     return rows
 
 
+def load_text(busy_host: tuple[float, int]) -> str:
+    """A busy host's load as the legend and the HTML report give it.
+
+    >>> load_text((6.53, 2))
+    '6.5 on 2 cores'
+    """
+    load, cores = busy_host
+    return f"{load:.1f} on {cores} cores"
+
+
 def _status_text(row: Row, note: int | None = None) -> str:
     flags = (", oversubscribed" if row.oversubscribed else "") + \
         (", busy host" if row.busy_host is not None else "") + \
@@ -568,9 +578,9 @@ def legend(rows: list[Row], width: int | None = None) -> str:
         notes.append("iterations: this fit's vs the reference's, and the speedup per iteration")
     busy = [row.busy_host for row in rows if row.busy_host is not None]
     if busy:
-        load, cores = max(busy, key=lambda found: found[0] / found[1])
+        highest = load_text(max(busy, key=lambda found: found[0] / found[1]))
         notes.append(f"busy host: the host's 1-minute load average exceeded its cores while the case "
-                     f"ran (highest: {load:.1f} on {cores} cores); other work shared them, so its "
+                     f"ran (highest: {highest}); other work shared them, so its "
                      "times and speedups may not repeat")
     for where in dict.fromkeys(row.open_listeners for row in rows if row.open_listeners):
         notes.append(f"unauthenticated listeners: {where}")
