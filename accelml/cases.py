@@ -2,7 +2,7 @@
 
 This is the lowest layer of accelml: the spec builds these records, executors and the
 runner run them, the store keeps them and the report reads them back, all importing them
-from here. A case is one (algorithm, backend, device, workers, strategy, dataset, params)
+from here. A case is one (algorithm, backend, device, ranks, strategy, dataset, params)
 with the measurement settings it runs under (:class:`RepeatPolicy`, time and memory
 limits, threads). Its ``case_id`` is a hash of what defines it, not of how it is measured,
 so changing the repeat count or a time limit keeps the ids (and ``--resume`` keeps working).
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data, stored_as
 
 JSONScalar = str | int | float | bool | None
 
@@ -47,7 +47,7 @@ class CaseLike(Protocol):
     @property
     def device(self) -> str: ...
     @property
-    def workers(self) -> int: ...
+    def ranks(self) -> int: ...
     @property
     def strategy(self) -> str | None: ...
     @property
@@ -67,7 +67,7 @@ def case_label(case: CaseLike, dataset: str, params: Iterable[str] | None = None
     cases so.
 
     >>> case = Case("fashion_mnist_cnn", "keras", "cpu", DatasetSpec("digits", "shipped"),
-    ...             workers=2, strategy="horovod", params=(("epochs", 4), ("seed", 0)))
+    ...             ranks=2, strategy="horovod", params=(("epochs", 4), ("seed", 0)))
     >>> case_label(case, "digits")
     'fashion_mnist_cnn/keras/cpu x2 [horovod] on digits (epochs=4, seed=0)'
     >>> case_label(case, "digits", params=["seed"])
@@ -76,7 +76,7 @@ def case_label(case: CaseLike, dataset: str, params: Iterable[str] | None = None
     wanted = None if params is None else set(params)
     extra = ", ".join(f"{key}={value}" for key, value in case.params + case.library_params
                       if wanted is None or key in wanted)
-    ranks = f" x{case.workers}" if case.workers != 1 else ""
+    ranks = f" x{case.ranks}" if case.ranks != 1 else ""
     strategy = f" [{case.strategy}]" if case.strategy else ""
     inside = f" in {case.container.label}" if case.container is not None else ""
     return (f"{case.algorithm}/{case.backend}/{case.device}{ranks}{strategy} on {dataset}"
@@ -179,7 +179,9 @@ class Case(JSONRecord):
     backend: str
     device: str
     dataset: DatasetSpec
-    workers: int = 1
+    ranks: int = field(default=1, metadata=stored_as("workers"))
+    """The case's data-parallel ranks (a classical case: its dask workers, one a rank); stored
+    as ``workers``, its name before, so stores and case ids read as they were."""
     strategy: str | None = None
     params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
     repeats: RepeatPolicy = field(default_factory=RepeatPolicy)
@@ -200,7 +202,7 @@ class Case(JSONRecord):
             "algorithm": self.algorithm,
             "backend": self.backend,
             "device": self.device,
-            "workers": self.workers,
+            "workers": self.ranks,   # the key before the rename: the ids stay as they were
             "strategy": self.strategy,
             "dataset": self.dataset.identity,
             "params": dict(self.params),

@@ -143,8 +143,8 @@ class Comparison:
 
     def _label(self, result: CaseResult) -> str:
         label = f"{result.backend}/{result.device}"
-        if result.workers != 1:
-            label += f"/x{result.workers}"
+        if result.ranks != 1:
+            label += f"/x{result.ranks}"
         if len({r.dataset for r in self.results}) > 1:
             label += f"/{result.dataset}"
         if len({r.params for r in self.results}) > 1 and result.params:

@@ -9,6 +9,8 @@ The rules follow the annotations:
 * ``tuple[X, ...]`` is a list; ``X | None`` is ``null`` or ``X``; an ``Enum`` is its value;
 * a tuple of ``(str, value)`` pairs is a list of pairs, or an object where the field says
   ``metadata={"json": "object"}`` (parameters, dataset options);
+* a field renamed in Python keeps its stored name where its metadata says so
+  (:func:`stored_as`): stores and baselines written before the rename read unchanged;
 * reading is lenient where stores written by older versions need it: a missing key takes
   the field's default, unknown keys are ignored, ``null`` for a float field that is not
   optional takes the field's default (or NaN), pairs may come as an object or as a list.
@@ -52,6 +54,24 @@ OMIT_NONE = {"omit_empty": True}
 """Field metadata: leave the field out while it is None (a field added later keeps older
 records' data as it was)."""
 """As :data:`OBJECT`, left out when empty: a field added later keeps older records' data as it was."""
+
+
+def stored_as(name: str) -> dict[str, str]:
+    """Field metadata: the field is written and read under ``name``, its name before a
+    rename (the field's own name is read too).
+
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass(frozen=True)
+    ... class Run:
+    ...     ranks: int = field(default=1, metadata=stored_as("workers"))
+    >>> to_data(Run(2)), from_data(Run, {"workers": 4}), from_data(Run, {"ranks": 4})
+    ({'workers': 2}, Run(ranks=4), Run(ranks=4))
+    """
+    return {"stored_as": name}
+
+
+def _stored_name(spec: dataclasses.Field[object]) -> str:
+    return str(spec.metadata.get("stored_as", spec.name))
 
 
 MAX_NESTING = 32
@@ -115,9 +135,9 @@ def to_object(record: DataclassInstance) -> dict[str, JSONValue]:
         if spec.metadata.get("omit_empty") and not item:
             continue
         if spec.metadata.get("json") == "object":
-            data[spec.name] = {str(key): to_data(entry) for key, entry in item}
+            data[_stored_name(spec)] = {str(key): to_data(entry) for key, entry in item}
         else:
-            data[spec.name] = to_data(item)
+            data[_stored_name(spec)] = to_data(item)
     extras = getattr(record, "json_extras", None)
     if extras is not None:
         data.update(cast("dict[str, JSONValue]", extras()))
@@ -131,9 +151,10 @@ def from_data(cls: type[D], data: Mapping[str, object]) -> D:
     hints = _hints(cls)
     values: dict[str, object] = {}
     for spec in dataclasses.fields(cls):
-        if not spec.init or spec.name not in data:
+        key = _stored_name(spec) if _stored_name(spec) in data else spec.name
+        if not spec.init or key not in data:
             continue
-        raw = data[spec.name]
+        raw = data[key]
         hint = hints[spec.name]
         if raw is None and not _optional(hint):
             if _has_default(spec):

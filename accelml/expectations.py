@@ -12,7 +12,7 @@ For a classical case the answers come from its backend's record
 not installed here promises nothing: its repeats are not expected to be bitwise.
 
 >>> from types import SimpleNamespace
->>> case = SimpleNamespace(algorithm="kmeans", backend="sklearn", device="cpu", workers=1,
+>>> case = SimpleNamespace(algorithm="kmeans", backend="sklearn", device="cpu", ranks=1,
 ...                        strategy=None, params=(("n_clusters", 3),), seed=7, threads=2)
 >>> run_to_run_expectation(case).bitwise
 True
@@ -27,9 +27,9 @@ True
 False
 >>> boosting = SimpleNamespace(**{**vars(case), "algorithm": "gradient_boosting_classifier",
 ...                               "backend": "xgboost", "params": ()})
->>> scaled = SimpleNamespace(**{**vars(boosting), "workers": 2})
+>>> scaled = SimpleNamespace(**{**vars(boosting), "ranks": 2})
 >>> print(pair_expectation(boosting, scaled).reason[:60])
-1 vs 2 workers: xgboost.dask on N workers builds each worker
+1 vs 2 ranks: xgboost.dask on N workers builds each worker's
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def run_to_run_expectation(case: CaseLike, deterministic: bool = True) -> Expect
 
 def _differences(a: CaseLike, b: CaseLike) -> list[str]:
     changed = []
-    for name in ("algorithm", "backend", "device", "workers", "strategy"):
+    for name in ("algorithm", "backend", "device", "ranks", "strategy"):
         if getattr(a, name) != getattr(b, name):
             changed.append(name)
     if getattr(a, "dataset", None) != getattr(b, "dataset", None):
@@ -146,11 +146,11 @@ def _device_reason(a: CaseLike, b: CaseLike) -> str:
 
 def _scale_reason(a: CaseLike, b: CaseLike) -> str:
     if is_deep_learning(a):
-        return (f"{a.workers} vs {b.workers} workers: each step averages gradients over a "
+        return (f"{a.ranks} vs {b.ranks} ranks: each step averages gradients over a "
                 "different global batch with a scaled learning rate, so the weights follow "
                 "another path; compare final loss/accuracy, not weights")
     declared = _declared_reasons(a, b, lambda backend: backend.cross_scale_reason)
-    return (f"{a.workers} vs {b.workers} workers: "
+    return (f"{a.ranks} vs {b.ranks} ranks: "
             + (declared or "splitting the work changes the floating-point summation order"))
 
 
@@ -166,7 +166,7 @@ def pair_expectation(a: CaseLike, b: CaseLike, deterministic: bool = True) -> Ex
         reasons.append(_backend_reason(a, b))
     if "device" in changed:
         reasons.append(_device_reason(a, b))
-    if "workers" in changed:
+    if "ranks" in changed:
         reasons.append(_scale_reason(a, b))
     elif "strategy" in changed:
         reasons.append(f"strategies {a.strategy} and {b.strategy} train with other engines, "

@@ -224,7 +224,7 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
                       finished: Sequence[str] = ()) -> tuple[tuple[GroupTask, ...], dict[str, str]]:
     """The executor's items: each reference case with the cases compared with it on the same
     kind of machine (as many GPUs: its comparison group, interleaved;
-    :mod:`accelml.runner.interleave`), a training on several workers with its 1-worker
+    :mod:`accelml.runner.interleave`), a training on several ranks with its 1-rank
     case (:func:`accelml.report.speed.scaling_baselines`; on the machine of the most GPUs),
     every other case alone. Also the notes of cases that
     are measured alone although the run interleaves (their reference case among
@@ -258,8 +258,8 @@ def comparison_groups(tasks: Sequence[CaseTask], experiment: Experiment,
     references = {} if experiment.reference is None else {
         case_id: case.case_id
         for case_id, case in reference_cases(everything, experiment.reference).items()}
-    # A training on N workers takes turns with its 1-worker case (the scaling baseline), on
-    # the N-worker machine: the 1-worker case uses one of its devices, as it would alone.
+    # A training on N ranks takes turns with its 1-rank case (the scaling baseline), on
+    # the N-rank machine: the 1-rank case uses one of its devices, as it would alone.
     references.update(scaled)
     gpus = {task.case_id: CaseNeeds.of_case(task).gpus for task in tasks}
     members: dict[str, list[CaseTask]] = {}

@@ -26,7 +26,7 @@ answer moved::
       "cases": {
         "<case_id>": {
           "label": "kmeans/sklearn/cpu on blobs (n_clusters=4, random_state=0)",
-          "algorithm": "kmeans", "backend": "sklearn", "device": "cpu", "workers": 1, ...
+          "algorithm": "kmeans", "backend": "sklearn", "device": "cpu", "workers": 1, ...   # workers: the ranks
           "status": "ok",
           "scores": {"inertia": 1234.5},
           "arrays": {"predictions": {"digest": "...", "dtype": "int32", "shape": [500],
@@ -91,6 +91,9 @@ from accelml.results.store import ResultsStore, array_digest
 
 FORMAT = "accelml-baseline"
 VERSION = 3
+RANKS_KEY = "workers"
+"""A case entry's key for the case's ranks: the name it had before the rename, kept so that
+baselines read by older and newer versions alike (the file format is unchanged)."""
 DEFAULT_INLINE_LIMIT = 20_000
 
 Bound = Bounds | bool
@@ -298,7 +301,7 @@ class BaselineCase:
             run_id=run_id, case_id=self.case_id, algorithm=str(data.get("algorithm", "")),
             backend=str(data.get("backend", "")), device=str(data.get("device", "")),
             dataset=str(data.get("dataset", "")), status=str(data["status"]),
-            task=str(data.get("task", "")), workers=int(data.get("workers") or 1),
+            task=str(data.get("task", "")), ranks=int(data.get(RANKS_KEY) or 1),
             strategy=data.get("strategy"), params=tuple(sorted((data.get("params") or {}).items())),
             scores=tuple(Score(name, float("nan") if value is None else float(value), True)
                          for name, value in (data.get("scores") or {}).items()),
@@ -306,7 +309,7 @@ class BaselineCase:
                                        tuple(entry.get("shape") or ()))
                               for name, entry in (data.get("arrays") or {}).items()),
             dl=None if dl is None else DLMeasurements(
-                str(data.get("algorithm", "")), (), 0, int(data.get("workers") or 1), 0.0, 0.0,
+                str(data.get("algorithm", "")), (), 0, int(data.get(RANKS_KEY) or 1), 0.0, 0.0,
                 rank_weight_digests=(dl["rank0_weights"],) if dl.get("rank0_weights") else (),
                 final_loss=dl.get("final_loss"), final_accuracy=dl.get("final_accuracy"),
                 test_loss=dl.get("test_loss"), test_accuracy=dl.get("test_accuracy")))
@@ -319,7 +322,7 @@ class BaselineCase:
 
     def identity(self) -> dict[str, Any]:
         return {key: self.data.get(key) for key in
-                ("algorithm", "backend", "device", "workers", "strategy", "dataset", "params")}
+                ("algorithm", "backend", "device", RANKS_KEY, "strategy", "dataset", "params")}
 
 
 def _alone_before_version_3(entry: dict[str, Any]) -> dict[str, Any]:
@@ -515,7 +518,7 @@ def _case_entry(store: ResultsStore, result: CaseResult, inline_limit: int,
     task = output_task(result)
     entry: dict[str, Any] = {
         "label": result.label, "algorithm": result.algorithm, "backend": result.backend,
-        "device": result.device, "workers": result.workers, "strategy": result.strategy,
+        "device": result.device, RANKS_KEY: result.ranks, "strategy": result.strategy,
         "dataset": result.dataset, "params": dict(result.params), "task": task,
         "status": result.status,
     }

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from accelml.agreement.arrays import ArrayAgreement, largest_magnitude, value_differences
 from accelml.agreement.baseline import (
+    RANKS_KEY,
     Baseline,
     BaselineCase,
     BaselineComparison,
@@ -374,7 +375,7 @@ class _Checker:
 
 def _what_changed(old: dict[str, Any], new: CaseResult) -> list[str]:
     current: dict[str, Any] = {"algorithm": new.algorithm, "backend": new.backend, "device": new.device,
-               "workers": new.workers, "strategy": new.strategy, "dataset": new.dataset,
+               RANKS_KEY: new.ranks, "strategy": new.strategy, "dataset": new.dataset,
                "params": dict(new.params)}
     changes = []
     for key, value in current.items():
@@ -385,7 +386,7 @@ def _what_changed(old: dict[str, Any], new: CaseResult) -> list[str]:
                 if before.get(name) != value.get(name):
                     changes.append(f"params.{name}: {before.get(name)!r} -> {value.get(name)!r}")
         elif before != value:
-            changes.append(f"{key}: {before!r} -> {value!r}")
+            changes.append(f"{'ranks' if key == RANKS_KEY else key}: {before!r} -> {value!r}")
     digest = None if new.dataset_info is None else new.dataset_info.digest
     if old.get("dataset_digest") and digest and old["dataset_digest"] != digest:
         changes.append(f"dataset content: {old['dataset_digest'][:12]} -> {digest[:12]}")

@@ -14,9 +14,9 @@ table's agreement column, the matrix, the HTML report and the baseline all read 
 
 The matrix (:func:`agreement_matrix`) has these parts: run-to-run (the repeats of each case:
 the runner keeps the digest of every repeat's predictions), cross-backend (each backend
-against the reference backend), cross-device (CPU against CUDA), cross-scale (1 worker
+against the reference backend), cross-device (CPU against CUDA), cross-scale (1 rank
 against N) and cross-strategy (deep-learning strategies against the run's first one, at
-the same worker count and per-worker batch, so the same global batch). Each entry carries
+the same rank count and per-rank batch, so the same global batch). Each entry carries
 :func:`accelml.expectations.pair_expectation`: whether
 bitwise identity is expected there and why not, so a surprise is flagged (``unexpected``).
 
@@ -167,13 +167,13 @@ class RunToRun:
 def label_parts(result: CaseResult) -> tuple[tuple[str, str], ...]:
     """The pieces of the case's label (:func:`accelml.cases.case_label`) by field, in its order.
 
-    >>> label_parts(CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
+    >>> label_parts(CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", ranks=2,
     ...                        params=(("n_clusters", 3),)))  # doctest: +NORMALIZE_WHITESPACE
     (('algorithm', 'kmeans'), ('backend', 'sklearn'), ('device', 'cpu'), ('ranks', 'x2'),
      ('strategy', ''), ('dataset', 'blobs'), ('n_clusters', 'n_clusters=3'), ('run', 'r'))
     """
     return (("algorithm", result.algorithm), ("backend", result.backend),
-            ("device", result.device), ("ranks", f"x{result.workers}"),
+            ("device", result.device), ("ranks", f"x{result.ranks}"),
             ("strategy", f"[{result.strategy}]" if result.strategy else ""), ("dataset", result.dataset),
             *((key, f"{key}={value}") for key, value in result.params + result.library_params),
             *((("container", f"in {result.container.label}"),) if result.container else ()),
@@ -275,7 +275,7 @@ def _identity(result: CaseResult, leave_out: Iterable[str]) -> Identity:
     params = tuple(sorted(item for item in result.params
                           if "strategy" not in leave_out or item[0] not in ENGINE_PARAMS))
     fields = {"algorithm": result.algorithm, "backend": result.backend, "device": result.device,
-              "workers": result.workers, "strategy": result.strategy or default_strategy().name,
+              "ranks": result.ranks, "strategy": result.strategy or default_strategy().name,
               "dataset": result.dataset, "params": params,
               "container": result.container}
     for name in leave_out:
@@ -288,7 +288,7 @@ def _first_reference(other: CaseResult, references: list[CaseResult]) -> CaseRes
 
 
 def _same_strategy_reference(other: CaseResult, references: list[CaseResult]) -> CaseResult:
-    """The 1-worker case of ``other``'s own strategy, else the default strategy's, else the first."""
+    """The 1-rank case of ``other``'s own strategy, else the default strategy's, else the first."""
     default = default_strategy().name
     for wanted in (other.strategy or default, default):
         for reference in references:
@@ -316,7 +316,7 @@ def _pairs(results: list[CaseResult], leave_out: tuple[str, ...],
 
 def cross_strategy_pairs(results: Iterable[CaseResult]) -> list[tuple[CaseResult, CaseResult]]:
     """``(reference, other)`` of every cross-strategy comparison: each successful case of
-    another strategy against the same case (workers, model, data, parameters; the engine
+    another strategy against the same case (ranks, model, data, parameters; the engine
     keys :data:`ENGINE_PARAMS` left out) of the run's first strategy."""
     ok = [r for r in results if r.ok]
     strategies = list(dict.fromkeys(r.strategy for r in ok if r.strategy is not None))
@@ -442,7 +442,7 @@ def agreement_matrix(store: ResultsStore, run_id: str, reference: str | None = N
     cross_backend = (comparisons("cross-backend", ("backend",), lambda r: r.backend == reference)
                      if reference else ())
     cross_device = comparisons("cross-device", ("device",), lambda r: r.device == "cpu")
-    cross_scale = comparisons("cross-scale", ("workers", "strategy"), lambda r: r.workers == 1,
+    cross_scale = comparisons("cross-scale", ("ranks", "strategy"), lambda r: r.ranks == 1,
                               _same_strategy_reference)
     cross_strategy = tuple(compare_results(store, a, store, b, kind="cross-strategy",
                                            deterministic=deterministic, measures_used=used)

@@ -3,7 +3,7 @@
 >>> from accelml.dl import TrainingConfig, launch
 >>> config = TrainingConfig(model="mlp", dataset="digits", strategy="horovod",
 ...                         batch_size=32, epochs=3, warmup_epochs=1)
->>> result = launch(config, workers=2)          # doctest: +SKIP
+>>> result = launch(config, ranks=2)          # doctest: +SKIP
 >>> result.global_batch, result.ranks_agree     # doctest: +SKIP
 (64, True)
 

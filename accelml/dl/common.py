@@ -63,18 +63,18 @@ def make_learning_rate(keras: ModuleType, ops: ModuleType, config: TrainingConfi
     ``tf.function`` loop and in a jitted JAX step alike.
     """
     target = config.scaled_learning_rate
-    workers, warmup = config.workers, float(config.warmup_epochs)
-    if warmup <= 0 or workers <= 1:
+    ranks, warmup = config.ranks, float(config.warmup_epochs)
+    if warmup <= 0 or ranks <= 1:
         return target
 
     class HorovodWarmup(keras.optimizers.schedules.LearningRateSchedule):  # type: ignore[misc,name-defined]  # Keras: no type hints
         def __call__(self, step: Tensor) -> Tensor:
             fraction = (ops.cast(step, "float32") + 1.0) / float(steps)
-            warming = target / workers * (fraction * (workers - 1) / warmup + 1.0)
+            warming = target / ranks * (fraction * (ranks - 1) / warmup + 1.0)
             return ops.where(fraction >= warmup, ops.cast(target, "float32"), warming)
 
         def get_config(self) -> dict[str, float | int]:
-            return {"target": target, "workers": workers, "warmup_epochs": warmup,
+            return {"target": target, "ranks": ranks, "warmup_epochs": warmup,
                     "steps_per_epoch": steps}
 
     schedule: Callable[[Tensor], Tensor] = HorovodWarmup()
@@ -153,8 +153,8 @@ def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: in
         model.save(os.path.join(output_dir, "model.keras"))
     digest = weights_digest(model.get_weights())
     return TrainingResult(
-        strategy=config.strategy, model=config.model, dataset=data.name, workers=size,
-        batch_per_worker=config.batch_size, global_batch=config.batch_size * size,
+        strategy=config.strategy, model=config.model, dataset=data.name, ranks=size,
+        batch_per_rank=config.batch_size, global_batch=config.batch_size * size,
         learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
         train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
         epochs=epochs, test_loss=test_loss, test_accuracy=test_accuracy,

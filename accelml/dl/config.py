@@ -1,5 +1,5 @@
 """What one training run is (:class:`TrainingConfig`), what it measured (:class:`TrainingResult`),
-and the :class:`Strategy` record of the way it is spread over workers.
+and the :class:`Strategy` record of the way it is spread over ranks.
 
 The config and the result are frozen dataclasses that travel as JSON between the runner,
 the launcher and every rank, so nothing here imports TensorFlow, Keras or JAX. The config
@@ -7,7 +7,7 @@ names its strategy and is checked against its record, and a record's ``train`` t
 config: they refer to each other, so they share this module (no import cycle).
 
 >>> config = TrainingConfig(model="mnist_cnn", dataset="digits", strategy="horovod",
-...                         workers=2, batch_size=32, epochs=3)
+...                         ranks=2, batch_size=32, epochs=3)
 >>> config.global_batch_size
 64
 >>> TrainingConfig.from_dict(config.to_dict()) == config
@@ -100,26 +100,26 @@ def no_listeners(launcher: str) -> Listener:
 
 @dataclass(frozen=True)
 class Strategy:
-    """One way of spreading Keras training over workers (devices or processes).
+    """One way of spreading Keras training over ranks (devices or processes).
 
     ``keras_backends``: the Keras engines it runs on; a run picks one with its
     ``keras_backend`` training key (default: the first), and its ranks get it as
     ``KERAS_BACKEND``. ``train(config, data)`` trains this process's share and returns what
     it measured. ``probe()`` says whether it can run here, never raising.
-    ``multi_process``: each worker is a process (rank) of its own, started by one of
+    ``multi_process``: each rank is a process of its own, started by one of
     ``launchers`` (``default_launcher`` outside a SLURM allocation, ``srun`` inside one where
-    allowed); otherwise the workers are devices of one process. ``mpi_ranks``: the ranks
+    allowed); otherwise the ranks are devices of one process. ``mpi_ranks``: the ranks
     find each other through MPI, so ``srun`` starts them with ``--mpi``.
     ``local_process_environment(rank, addresses)``: the variables of each rank started as a
     local process (e.g. ``TF_CONFIG``), given every rank's ``host:port``; None: the strategy
     cannot run several local processes. ``rank_environment(config)``: variables every rank
     gets; ``environment_before_import``: variables that must be set before Keras and its
-    engine are imported. ``max_workers``: most workers it can use (None: no limit).
-    ``gpus_per_worker`` and ``cores_per_rank`` size the batch job of a case.
+    engine are imported. ``max_ranks``: most ranks it can use (None: no limit).
+    ``gpus_per_rank`` and ``cores_per_rank`` size the batch job of a case.
     ``libraries``: distributions recorded in the environment fingerprint. ``default``: the
     strategy of a Keras case that names none (exactly one record has it).
     ``gradient_reductions`` and ``gradient_reduce_dtypes``: the values of the training keys
-    ``gradient_reduction`` (how gradients are averaged across workers) and
+    ``gradient_reduction`` (how gradients are averaged across ranks) and
     ``gradient_reduce_dtype`` (the dtype they travel in) it implements, besides ``auto``
     (:data:`AUTO`, the default: the strategy's own choice).
     ``listeners(launcher)``: what its ranks listen on when ``launcher`` starts them
@@ -131,7 +131,7 @@ class Strategy:
     ...                   train=lambda config, data: None,   # type: ignore[arg-type,return-value]
     ...                   probe=lambda: Availability("demo", "-", True),
     ...                   determinism=Determinism(Expectation(True, "seeded")))
-    >>> record.keras_backend, record.ranks(workers=4), record.gpus(workers=4, on_gpu=True)
+    >>> record.keras_backend, record.processes(ranks=4), record.gpus(ranks=4, on_gpu=True)
     ('jax', 1, 4)
     >>> record.keras_engine(None), record.keras_engine("jax")
     ('jax', 'jax')
@@ -151,8 +151,8 @@ class Strategy:
     local_process_environment: Callable[[int, tuple[str, ...]], Mapping[str, str]] | None = None
     rank_environment: Callable[[TrainingConfig], Mapping[str, str]] = no_rank_variables
     environment_before_import: tuple[tuple[str, str], ...] = ()
-    max_workers: int | None = None
-    gpus_per_worker: int = 1
+    max_ranks: int | None = None
+    gpus_per_rank: int = 1
     cores_per_rank: int = 1
     default: bool = False
     gradient_reductions: tuple[str, ...] = (ALLREDUCE,)
@@ -177,8 +177,8 @@ class Strategy:
         for key in ("gradient_reductions", "gradient_reduce_dtypes"):
             if not getattr(self, key):
                 raise AccelmlError(f"{where}: {key} names none")
-        if self.gpus_per_worker < 0 or self.cores_per_rank < 1:
-            raise AccelmlError(f"{where}: gpus_per_worker must be >= 0 and cores_per_rank >= 1")
+        if self.gpus_per_rank < 0 or self.cores_per_rank < 1:
+            raise AccelmlError(f"{where}: gpus_per_rank must be >= 0 and cores_per_rank >= 1")
 
     @property
     def keras_backend(self) -> str:
@@ -214,17 +214,18 @@ class Strategy:
                 raise SpecError(f"training {key} must be {' or '.join(allowed)} for strategy "
                                 f"{self.name!r}, not {value!r}")
 
-    def ranks(self, workers: int) -> int:
-        """Processes a run on ``workers`` workers starts."""
-        return workers if self.multi_process else 1
+    def processes(self, ranks: int) -> int:
+        """Processes a run on ``ranks`` ranks starts (the ranks of a single-process strategy
+        are devices of one process)."""
+        return ranks if self.multi_process else 1
 
-    def gpus(self, workers: int, on_gpu: bool) -> int:
-        """GPUs a run on ``workers`` workers uses (none off the GPU)."""
-        return workers * self.gpus_per_worker if on_gpu else 0
+    def gpus(self, ranks: int, on_gpu: bool) -> int:
+        """GPUs a run on ``ranks`` ranks uses (none off the GPU)."""
+        return ranks * self.gpus_per_rank if on_gpu else 0
 
-    def allowed_launchers(self, workers: int) -> tuple[str, ...]:
-        """Launchers that can start it on ``workers`` workers (one rank also runs alone)."""
-        if workers == 1 and LOCAL_PROCESSES not in self.launchers:
+    def allowed_launchers(self, ranks: int) -> tuple[str, ...]:
+        """Launchers that can start it on ``ranks`` ranks (one rank also runs alone)."""
+        if ranks == 1 and LOCAL_PROCESSES not in self.launchers:
             return self.launchers + (LOCAL_PROCESSES,)
         return self.launchers
 
@@ -237,7 +238,7 @@ STRATEGIES_POINT: ExtensionPoint[Strategy] = ExtensionPoint(
 def default_strategy() -> Strategy:
     """The strategy of a Keras case that names none (the one record with ``default=True``).
 
-    >>> default_strategy().max_workers
+    >>> default_strategy().max_ranks
     1
     """
     defaults = [record for record in STRATEGIES_POINT.records() if record.default]
@@ -285,30 +286,30 @@ opt-in for runs too short to pay that back. Where compiling fails, the step runs
 kernels from the CUDA graph, with the reason in the path."""
 
 
-def scaled_learning_rate(base: float, workers: int, scaling: str) -> float:
-    """The learning rate for ``workers`` workers (Goyal et al.: linear; or sqrt; or none).
+def scaled_learning_rate(base: float, ranks: int, scaling: str) -> float:
+    """The learning rate for ``ranks`` ranks (Goyal et al.: linear; or sqrt; or none).
 
     >>> scaled_learning_rate(0.01, 4, "linear"), scaled_learning_rate(0.01, 4, "sqrt")
     (0.04, 0.02)
     """
     if scaling == "linear":
-        return base * workers
+        return base * ranks
     if scaling == "sqrt":
-        return base * math.sqrt(workers)
+        return base * math.sqrt(ranks)
     if scaling == "none":
         return base
     raise SpecError(f"lr_scaling must be one of {', '.join(LR_SCALINGS)}, not {scaling!r}")
 
 
-def warmup_learning_rate(target: float, workers: int, warmup_epochs: float, epoch: int,
+def warmup_learning_rate(target: float, ranks: int, warmup_epochs: float, epoch: int,
                          batch: int, steps_per_epoch: int) -> float:
     """The learning rate at ``batch`` of ``epoch`` during a Horovod-style warm-up.
 
-    It rises linearly from ``target / workers`` to ``target`` over ``warmup_epochs``
+    It rises linearly from ``target / ranks`` to ``target`` over ``warmup_epochs``
     epochs (Goyal et al., "Accurate, Large Minibatch SGD"), with the same formula as
     ``horovod.keras.callbacks.LearningRateWarmupCallback``: at fractional epoch
     ``e = epoch + (batch + 1) / steps_per_epoch`` the rate is
-    ``target / workers * (e * (workers - 1) / warmup_epochs + 1)``; from
+    ``target / ranks * (e * (ranks - 1) / warmup_epochs + 1)``; from
     ``warmup_epochs`` on it is ``target``.
 
     >>> round(warmup_learning_rate(0.04, 4, 2, epoch=0, batch=0, steps_per_epoch=10), 6)
@@ -316,25 +317,26 @@ def warmup_learning_rate(target: float, workers: int, warmup_epochs: float, epoc
     >>> warmup_learning_rate(0.04, 4, 2, epoch=2, batch=0, steps_per_epoch=10)
     0.04
     """
-    if warmup_epochs <= 0 or workers <= 1 or epoch >= warmup_epochs:
+    if warmup_epochs <= 0 or ranks <= 1 or epoch >= warmup_epochs:
         return target
     fraction = epoch + (batch + 1) / steps_per_epoch
     if fraction >= warmup_epochs:
         return target
-    return target / workers * (fraction * (workers - 1) / warmup_epochs + 1)
+    return target / ranks * (fraction * (ranks - 1) / warmup_epochs + 1)
 
 
 @dataclass(frozen=True)
 class TrainingConfig(JSONRecord):
-    """One data-parallel training run. ``batch_size`` is per worker; see ``global_batch_size``.
+    """One data-parallel training run. ``batch_size`` is per rank; see ``global_batch_size``.
 
     ``strategy`` names a :class:`~accelml.dl.strategies.Strategy` record (default: the one
     marked default); ``keras_backend`` picks the Keras engine among those the strategy runs
-    on (None: its first; see :attr:`engine`); ``workers`` is the number of its ranks (a multi-process strategy) or
-    devices (a single-process one). ``learning_rate`` is the rate for one worker; it is scaled
-    by ``lr_scaling`` and warmed up over ``warmup_epochs`` (0 turns warm-up off).
+    on (None: its first; see :attr:`engine`); ``ranks`` is the number of its ranks: processes
+    (a multi-process strategy) or devices of one process (a single-process one).
+    ``learning_rate`` is the rate for one rank; it is scaled by ``lr_scaling`` and warmed up
+    over ``warmup_epochs`` (0 turns warm-up off).
     ``train_samples`` / ``test_samples`` cut the data set (None: all of it);
-    ``steps_per_epoch`` cuts every epoch (None: one pass over this worker's shard).
+    ``steps_per_epoch`` cuts every epoch (None: one pass over this rank's shard).
     Files (checkpoints, TensorBoard, CSV log, final model) go under ``output_dir`` and are
     written by rank 0 only; ``launcher`` (None: chosen by :func:`accelml.dl.launch`) starts
     the ranks (:func:`accelml.dl.launch` refuses more ranks on this machine than it has cores
@@ -350,7 +352,7 @@ class TrainingConfig(JSONRecord):
     compiling or recording fails (``"compiled"`` to eager kernels, ``"auto"`` to eager steps).
     ``batchnorm_momentum`` sets the momentum of every BatchNorm layer of the model (None: the
     model's own, 0.99 in Keras).
-    ``gradient_reduction`` (how gradients are averaged across workers, e.g. ``allreduce``,
+    ``gradient_reduction`` (how gradients are averaged across ranks, e.g. ``allreduce``,
     ``buckets``, ``reduce-scatter``), ``gradient_reduce_dtype`` (``float32`` or
     ``bfloat16``, the dtype they travel in) and ``gradient_bucket_mb`` (bucket size of a
     bucketed reduction) take the values the strategy's record lists, or ``"auto"`` (the
@@ -363,7 +365,7 @@ class TrainingConfig(JSONRecord):
     dataset: str = "digits"
     strategy: str = field(default_factory=lambda: default_strategy().name)
     keras_backend: str | None = None
-    workers: int = 1
+    ranks: int = 1
     batch_size: int = 32
     epochs: int = 3
     learning_rate: float = 0.01
@@ -416,7 +418,7 @@ class TrainingConfig(JSONRecord):
                              ("step_capture", STEP_CAPTURES)):
             if getattr(self, key) not in allowed:
                 raise bad(key, "one of " + ", ".join(allowed))
-        for key in ("workers", "batch_size", "epochs"):
+        for key in ("ranks", "batch_size", "epochs"):
             if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
                 raise bad(key, "an integer >= 1")
         strategy.keras_engine(self.keras_backend)
@@ -425,9 +427,9 @@ class TrainingConfig(JSONRecord):
             raise bad("gradient_bucket_mb", "> 0")
         if self.launcher is not None and self.launcher not in LAUNCHERS:
             raise bad("launcher", "one of " + ", ".join(LAUNCHERS))
-        if strategy.max_workers is not None and self.workers > strategy.max_workers:
-            most = "1" if strategy.max_workers == 1 else f"at most {strategy.max_workers}"
-            raise bad("workers", f"{most} for strategy {self.strategy!r}")
+        if strategy.max_ranks is not None and self.ranks > strategy.max_ranks:
+            most = "1" if strategy.max_ranks == 1 else f"at most {strategy.max_ranks}"
+            raise bad("ranks", f"{most} for strategy {self.strategy!r}")
         if self.learning_rate <= 0:
             raise bad("learning_rate", "> 0")
         if self.warmup_epochs < 0:
@@ -451,7 +453,7 @@ class TrainingConfig(JSONRecord):
 
     @property
     def global_batch_size(self) -> int:
-        return self.batch_size * self.workers
+        return self.batch_size * self.ranks
 
     @property
     def model_arguments(self) -> dict[str, object]:
@@ -519,7 +521,7 @@ class TrainingConfig(JSONRecord):
 
     @property
     def scaled_learning_rate(self) -> float:
-        return scaled_learning_rate(self.learning_rate, self.workers, self.lr_scaling)
+        return scaled_learning_rate(self.learning_rate, self.ranks, self.lr_scaling)
 
     @property
     def strategy_record(self) -> Strategy:
@@ -540,7 +542,7 @@ class TrainingConfig(JSONRecord):
         return self.strategy_record.keras_engine(self.keras_backend)
 
     def learning_rate_at(self, epoch: int, batch: int, steps_per_epoch: int) -> float:
-        return warmup_learning_rate(self.scaled_learning_rate, self.workers, self.warmup_epochs,
+        return warmup_learning_rate(self.scaled_learning_rate, self.ranks, self.warmup_epochs,
                                     epoch, batch, steps_per_epoch)
 
     def replace(self, **changes: Any) -> TrainingConfig:
@@ -561,7 +563,7 @@ class TrainingConfig(JSONRecord):
 
 @dataclass(frozen=True)
 class EpochRecord(JSONRecord):
-    """One epoch as every rank agreed on it (metrics averaged across workers)."""
+    """One epoch as every rank agreed on it (metrics averaged across ranks)."""
 
     epoch: int
     seconds: float
@@ -588,8 +590,8 @@ class TrainingResult(JSONRecord):
     strategy: str
     model: str
     dataset: str
-    workers: int
-    batch_per_worker: int
+    ranks: int
+    batch_per_rank: int
     global_batch: int
     learning_rate: float
     parameters: int
@@ -645,7 +647,7 @@ class TrainingResult(JSONRecord):
 
     @property
     def images_per_s(self) -> float | None:
-        """Training images per second over the epochs after the first (all workers together)."""
+        """Training images per second over the epochs after the first (all ranks together)."""
         steady = self.epochs[1:]
         if not steady:
             return None

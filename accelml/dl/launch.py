@@ -1,6 +1,6 @@
 """Start the processes of one training run, gather what they measured, check they agree.
 
-``launch(config, workers, launcher)`` runs ``python -m accelml.dl.rank`` once per rank:
+``launch(config, ranks, launcher)`` runs ``python -m accelml.dl.rank`` once per rank:
 
 - ``horovodrun``: ``horovodrun -np N -H localhost:N --gloo`` (one host, no MPI needed);
 - ``mpirun``: ``mpirun -np N -bind-to none -map-by slot -x ...`` (Open MPI, inside a job);
@@ -48,13 +48,13 @@ RANK_VARIABLE = "ACCELML_RANK"
 """The rank given to each process that :func:`launch` starts itself (local processes)."""
 
 
-def default_launcher(strategy: Strategy, workers: int = 2) -> str:
+def default_launcher(strategy: Strategy, ranks: int = 2) -> str:
     """``srun`` inside a SLURM allocation where the strategy allows it, else its own default.
 
-    One worker, or a single-process strategy, runs as one local process (one Horovod rank
+    One rank, or a single-process strategy, runs as one local process (one Horovod rank
     needs no launcher: ``hvd.init()`` alone gives size 1).
     """
-    if not strategy.multi_process or workers == 1:
+    if not strategy.multi_process or ranks == 1:
         return LOCAL_PROCESSES
     if SRUN in strategy.launchers and os.environ.get("SLURM_JOB_ID") and shutil.which(SRUN):
         return SRUN
@@ -65,7 +65,7 @@ def rank_environment(config: TrainingConfig) -> dict[str, str]:
     """Variables every rank needs: its Keras backend, and what its strategy asks for
     (variables read before import, Horovod knobs, XLA host devices).
 
-    >>> env = rank_environment(TrainingConfig(strategy="horovod", workers=2,
+    >>> env = rank_environment(TrainingConfig(strategy="horovod", ranks=2,
     ...                        horovod_fusion_threshold_mb=32))
     >>> env["KERAS_BACKEND"], env["HOROVOD_FUSION_THRESHOLD"]
     ('tensorflow', '33554432')
@@ -77,9 +77,9 @@ def rank_environment(config: TrainingConfig) -> dict[str, str]:
     return env
 
 
-def _commands(config: TrainingConfig, launcher: str, worker: list[str],
+def _commands(config: TrainingConfig, launcher: str, rank_command: list[str],
               env: dict[str, str]) -> list[tuple[list[str], dict[str, str]]]:
-    n = config.workers
+    n = config.ranks
     strategy = config.strategy_record
     if launcher == "horovodrun":
         tool = shutil.which("horovodrun", path=env["PATH"])
@@ -87,7 +87,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
             raise UnavailableError("horovodrun is not on PATH (install horovod)")
         # its rendezvous server on 127.0.0.1 only (horovodrun itself binds every interface)
         return [([sys.executable, "-m", "accelml.dl.loopback_horovodrun", "-np", str(n),
-                  "-H", f"localhost:{n}", "--gloo"] + worker, env)]
+                  "-H", f"localhost:{n}", "--gloo"] + rank_command, env)]
     if launcher == "mpirun":
         tool = shutil.which("mpirun", path=env["PATH"])
         if tool is None:
@@ -98,7 +98,7 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         as_root = ["--allow-run-as-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
         as_root += ["--oversubscribe"] if config.oversubscribe else []
         return [([tool, "-np", str(n), "-bind-to", "none", "-map-by", "slot"] + as_root
-                 + exported + worker, env)]
+                 + exported + rank_command, env)]
     if launcher == SRUN:
         tool = shutil.which(SRUN, path=env["PATH"])
         if tool is None:
@@ -106,11 +106,11 @@ def _commands(config: TrainingConfig, launcher: str, worker: list[str],
         # MPI ranks (Horovod's) started by srun itself need SLURM's PMIx
         # (ACCELML_SRUN_MPI overrides it, e.g. pmi2 where Open MPI was built that way).
         mpi = [f"--mpi={env.get('ACCELML_SRUN_MPI', 'pmix')}"] if strategy.mpi_ranks else []
-        return [([tool, f"--ntasks={n}", "--kill-on-bad-exit=1"] + mpi + worker, env)]
+        return [([tool, f"--ntasks={n}", "--kill-on-bad-exit=1"] + mpi + rank_command, env)]
     if strategy.local_process_environment is None:
-        return [(worker, {**env, RANK_VARIABLE: "0"})]
+        return [(rank_command, {**env, RANK_VARIABLE: "0"})]
     addresses = tuple(f"{LOOPBACK}:{port}" for port in free_ports(n))
-    return [(worker, {**env, RANK_VARIABLE: str(rank),
+    return [(rank_command, {**env, RANK_VARIABLE: str(rank),
                       **strategy.local_process_environment(rank, addresses)})
             for rank in range(n)]
 
@@ -149,17 +149,17 @@ def check_scale(config: TrainingConfig, launcher: str) -> None:
     """A one-line :class:`SpecError` when ``launcher`` would start more ranks on this machine
     than it has cores, unless ``config.oversubscribe`` allows it.
 
-    >>> check_scale(TrainingConfig(strategy="horovod", workers=10**6), "horovodrun")
+    >>> check_scale(TrainingConfig(strategy="horovod", ranks=10**6), "horovodrun")
     Traceback (most recent call last):
     ...
     accelml.errors.SpecError: 1000000 ranks of horovod on a machine with ...: set oversubscribe = true ...
     """
-    ranks = config.strategy_record.ranks(config.workers)
-    if config.oversubscribe or launcher not in ONE_HOST_LAUNCHERS or ranks <= 1:
+    processes = config.strategy_record.processes(config.ranks)
+    if config.oversubscribe or launcher not in ONE_HOST_LAUNCHERS or processes <= 1:
         return
     cores = usable_cores()
-    if ranks > cores:
-        raise SpecError(f"{ranks} ranks of {config.strategy} on a machine with {cores} core(s): "
+    if processes > cores:
+        raise SpecError(f"{processes} ranks of {config.strategy} on a machine with {cores} core(s): "
                         "set oversubscribe = true to run more ranks than cores")
 
 
@@ -222,11 +222,11 @@ KILLED_GRACE_S = 3.0
 without it (each would wait in its next collective until the time limit)."""
 
 
-def launch(config: TrainingConfig, workers: int | None = None, launcher: str | None = None, *,
+def launch(config: TrainingConfig, ranks: int | None = None, launcher: str | None = None, *,
            work_dir: str | None = None, grace_s: float = 20.0,
            extra_env: dict[str, str] | None = None,
            container: Container | None = None) -> TrainingResult:
-    """Run ``config`` on ``workers`` ranks/devices and return rank 0's result with every digest.
+    """Run ``config`` on ``ranks`` ranks (processes or devices); rank 0's result with every digest.
 
     ``launcher`` (else ``config.launcher``, else :func:`default_launcher`) starts the ranks.
 
@@ -237,13 +237,13 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     each rank runs inside it, the launcher on this host (``srun ... ch-run IMAGE -- python
     -m accelml.dl.rank``), with the launcher's environment passed through to the rank.
     """
-    if workers is not None:
-        config = config.replace(workers=workers)
+    if ranks is not None:
+        config = config.replace(ranks=ranks)
     strategy = config.strategy_record
-    launcher = launcher or config.launcher or default_launcher(strategy, config.workers)
+    launcher = launcher or config.launcher or default_launcher(strategy, config.ranks)
     if launcher not in LAUNCHERS:
         raise SpecError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
-    allowed = strategy.allowed_launchers(config.workers)
+    allowed = strategy.allowed_launchers(config.ranks)
     if launcher not in allowed:
         raise SpecError(f"strategy {config.strategy!r} is launched with "
                         f"{' or '.join(allowed)}, not {launcher!r}")
@@ -268,18 +268,18 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     env.pop(RANK_VARIABLE, None)  # set per process for local processes only
     env["PATH"] = python_dir + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    worker = [sys.executable, "-m", "accelml.dl.rank", config_path, results]
+    rank_command = [sys.executable, "-m", "accelml.dl.rank", config_path, results]
     container = container or rank_container(env)
     env.pop(RANK_CONTAINER_VARIABLE, None)   # (the ranks are inside it)
     if container is not None:
         cache = default_cache_dir()
         cache.mkdir(parents=True, exist_ok=True)
-        wrapped = wrap(container, [container.python, *worker[1:]], env, clean=False,
+        wrapped = wrap(container, [container.python, *rank_command[1:]], env, clean=False,
                        binds=case_binds(package_root, work_dir, str(cache)), gpus=config.device == "cuda",
                        workdir=work_dir)
         if wrapped.problem:
             raise UnavailableError(wrapped.problem)
-        worker, env = list(wrapped.argv), dict(wrapped.environment)
+        rank_command, env = list(wrapped.argv), dict(wrapped.environment)
 
     processes, logs = [], []
     started = time.monotonic()
@@ -287,7 +287,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
     network = (PrivateNetwork.start(die_with_this_process())
                if strategy.private_network and launcher == LOCAL_PROCESSES else None)
     try:
-        for index, (command, command_env) in enumerate(_commands(config, launcher, worker, env)):
+        for index, (command, command_env) in enumerate(_commands(config, launcher, rank_command, env)):
             log_path = os.path.join(work_dir, f"launcher-{index}.log")
             logs.append(log_path)
             preexec = die_with_this_process()
@@ -301,7 +301,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
             now = time.monotonic()
             if now - started > config.time_limit_s:
                 _kill(processes)
-                raise AccelmlError(f"{config.strategy} run on {config.workers} worker(s) passed "
+                raise AccelmlError(f"{config.strategy} run on {config.ranks} rank(s) passed "
                                    f"its time limit of {config.time_limit_s:.0f}s and was killed "
                                    f"(logs: {work_dir})")
             if first_error_at is None and _errors(results):
@@ -325,7 +325,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
         first = min(errors, key=lambda e: e.written)
         others = sorted(e.rank for e in errors if e is not first)
         also = f" (rank(s) {', '.join(map(str, others))} failed too)" if others else ""
-        raise AccelmlError(f"rank {first.rank} of {config.workers} failed: "
+        raise AccelmlError(f"rank {first.rank} of {config.ranks} failed: "
                            f"{first.error}{also} (logs: {work_dir})")
     outputs = {}
     for name in os.listdir(results):
@@ -333,7 +333,7 @@ def launch(config: TrainingConfig, workers: int | None = None, launcher: str | N
             with open(os.path.join(results, name)) as handle:
                 payload = json.load(handle)
             outputs[payload["rank"]] = TrainingResult.from_dict(payload["result"])
-    processes_expected = config.workers if config.multi_process else 1
+    processes_expected = config.ranks if config.multi_process else 1
     missing = sorted(set(range(processes_expected)) - set(outputs))
     if missing:
         codes = ", ".join("running" if code is None else str(code) for code in ended)

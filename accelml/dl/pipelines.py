@@ -2,7 +2,7 @@
 
 Training: ``shard(size, rank)`` -> ``take(steps x batch)`` -> ``map(normalize, AUTOTUNE)``
 -> ``cache()`` (in memory, or on disk per rank: ``cache(filename=cache_dir/train-{rank})``)
--> ``shuffle(shard size)`` -> ``batch(per-worker batch, drop_remainder)`` -> [resize per
+-> ``shuffle(shard size)`` -> ``batch(per-rank batch, drop_remainder)`` -> [resize per
 batch] -> ``prefetch(AUTOTUNE)``. The test pipeline skips the shuffle and keeps the last
 partial batch. Every rank takes the same number of steps (the smallest shard's), so no rank
 waits on an all-reduce that another rank never starts; the samples are cut before the cache
@@ -23,19 +23,19 @@ from accelml.dl.engine_objects import Dataset, Tensor
 from accelml.errors import SpecError
 
 
-def steps_per_epoch(train_samples: int, workers: int, batch_size: int,
+def steps_per_epoch(train_samples: int, ranks: int, batch_size: int,
                     limit: int | None = None) -> int:
-    """Batches per epoch for every worker: the smallest shard, whole batches only.
+    """Batches per epoch for every rank: the smallest shard, whole batches only.
 
     >>> steps_per_epoch(1437, 2, 32)
     22
     """
-    steps = (train_samples // workers) // batch_size
+    steps = (train_samples // ranks) // batch_size
     if limit is not None:
         steps = min(steps, limit)
     if steps < 1:
         raise SpecError(f"{train_samples} training samples give no full batch of {batch_size} "
-                        f"per worker for {workers} workers; lower batch_size")
+                        f"per rank for {ranks} ranks; lower batch_size")
     return steps
 
 

@@ -7,11 +7,11 @@ the runner stores what it returns:
     measure(case: Case, context: MeasureContext) -> Measurements
 
 ``case`` is the validated :class:`~accelml.cases.Case` (algorithm, backend, device,
-workers, strategy, dataset, params, repeats, time limit, threads); ``context`` says where
+ranks, strategy, dataset, params, repeats, time limit, threads); ``context`` says where
 the dataset cache is, a scratch directory for the case, the deadline, and (in an interleaved
 comparison group) the case's :class:`Turns`. The function raises on failure (an
 :class:`~accelml.errors.UnavailableError` for a missing library or device); the runner
-records the reason. A multi-rank case (``workers > 1``) launches its ranks from inside this
+records the reason. A multi-rank case (``ranks > 1``) launches its ranks from inside this
 function (e.g. horovodrun or mpirun) and returns rank 0's view with every rank's weight
 digest in ``dl.rank_weight_digests``. The keras backend's measurer is
 :func:`accelml.estimators.keras.measure_keras`.
@@ -110,6 +110,6 @@ class Measurements:
     task: str = ""          # classification, regression, clustering, decomposition
     iterations: int | None = None   # iterations of the last fit (iterative algorithms)
     warmup_note: str = ""           # why a phase's first run counted (it already took seconds)
-    worker_peak_memory_bytes: tuple[int, ...] = ()   # each worker process's, on several workers
+    worker_peak_memory_bytes: tuple[int, ...] = ()   # each dask worker process's, on several ranks
     workers_started_by: str = ""                     # local-processes | srun | mpirun
     boosting: BoostingRounds | None = None           # set-up vs rounds (accelml.runner.rounds)

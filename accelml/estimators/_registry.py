@@ -200,7 +200,7 @@ class Implementation:
     estimator that returns them (XGBoost's boosted rounds); empty: not an iterative fit.
     ``on_workers`` is 'module:Class' of the library's estimator that trains on the workers
     of a dask cluster (scikit-learn API, taking the same keyword arguments, with a
-    ``client`` attribute and dask arrays in and out); a case with ``workers = N > 1``
+    ``client`` attribute and dask arrays in and out); a case with ``ranks = N > 1``
     trains through it (:mod:`accelml.runner.dask_workers`). Empty: the backend trains in
     one process only.
     """
@@ -297,7 +297,7 @@ class Backend:
     ``libraries``: the pip distributions whose versions the environment fingerprint records;
     ``how_to_get``: device -> how to install what is missing (appended to "unavailable");
     ``deep_learning``: cases train neural networks through :mod:`accelml.dl` (with a
-    strategy and workers) instead of fitting an estimator; ``measurer``: the function
+    strategy and ranks) instead of fitting an estimator; ``measurer``: the function
     that measures a case of this backend in its own process (:mod:`accelml.estimators._measurer`;
     None: the runner fits and predicts an :class:`Estimator`); ``check_case(case)``: for such
     a backend, raises :class:`~accelml.errors.SpecError` (or ValueError, TypeError) for a case

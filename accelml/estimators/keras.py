@@ -89,7 +89,7 @@ def training_config_dict(case: Case) -> dict[str, JSONScalar]:
     """The :class:`TrainingConfig` keys of a keras case (``TrainingConfig.from_dict`` checks them).
 
     The case's algorithm is the model, its params are training keys (epochs, batch_size per
-    worker, learning_rate, lr_scaling, ...); a case without a strategy gets the default one.
+    rank, learning_rate, lr_scaling, ...); a case without a strategy gets the default one.
 
     >>> from accelml.cases import DatasetSpec
     >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped", (("name", "digits"),)),
@@ -112,7 +112,7 @@ def training_config_dict(case: Case) -> dict[str, JSONScalar]:
         "model": case.algorithm,
         "dataset": dataset,
         "strategy": case.strategy or default_strategy().name,
-        "workers": case.workers,
+        "ranks": case.ranks,
         "device": _DEVICES_OF_CASES.get(case.device, case.device),
         "seed": case.seed,
     }
@@ -193,7 +193,7 @@ def _train_in_turns(config: TrainingConfig, work_dir: str | None, context: Measu
     """Train with each epoch after the first as one round of the case's interleaved group
     (:mod:`accelml.dl.turns`): the ranks stay warm between turns."""
     folder = tempfile.mkdtemp(prefix="turns-", dir=work_dir or context.workdir)
-    relay = EpochRelay(folder, config.strategy_record.ranks(config.workers))
+    relay = EpochRelay(folder, config.strategy_record.processes(config.ranks))
     stopped, found = threading.Event(), _EpochTurns()
     thread = threading.Thread(target=_relay_epochs, daemon=True,
                               args=(relay, turns, config.epochs, stopped, found))
@@ -243,8 +243,8 @@ def measurements_from_training(result: TrainingResult, config: TrainingConfig,
     dl = DLMeasurements(
         model=result.model,
         epochs=epochs,
-        per_worker_batch_size=result.batch_per_worker,
-        workers=result.workers,
+        per_rank_batch_size=result.batch_per_rank,
+        ranks=result.ranks,
         learning_rate=result.learning_rate,
         images_per_second=float(images_per_second),
         warmup_epochs=1 if steady else 0,

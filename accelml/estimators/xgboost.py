@@ -20,7 +20,7 @@ host-side preparation: from NumPy arrays XGBoost does that preparation on the CP
 ``fit`` (on 16 cores of an H100 machine, 10M x 50 rows took 13.2 s against 4.9 s on 64
 cores). Without CuPy the fit takes the host arrays, as XGBoost itself does.
 
-Several workers: a case with ``workers = N`` trains through ``xgboost.dask`` (its
+Several workers: a case with ``ranks = N`` trains through ``xgboost.dask`` (its
 ``DaskXGBClassifier``/``DaskXGBRegressor`` take the same keyword arguments) on a dask cluster
 of N worker processes, one per GPU on ``cuda`` (:mod:`accelml.runner.dask_workers`). Its
 results differ from one worker's: each worker sketches the quantiles of its own rows and the

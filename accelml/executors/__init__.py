@@ -7,7 +7,7 @@ An executor is a context manager with one method::
             ...   # outcomes arrive as cases finish, in any order
 
 ``function(item)`` runs on a worker (it must be importable there); ``items`` are
-:class:`accelml.runner.process.CaseTask` objects (they carry ``device``, ``workers``,
+:class:`accelml.runner.process.CaseTask` objects (they carry ``device``, ``ranks``,
 ``strategy``, ``threads``, ``memory_limit_mb`` and ``time_limit_s`` as attributes, which is
 what :meth:`accelml.executors.resources.CaseNeeds.of_case` reads). Each outcome
 (:class:`CaseOutcome`) has ``index`` (position in ``items``), ``item``, ``result`` (what
@@ -68,7 +68,7 @@ def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None, *,
     why, for the cases to record as unavailable while the others run.
 
     >>> from accelml.cases import DatasetSpec
-    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped"), workers=10**6,
+    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped"), ranks=10**6,
     ...             strategy="horovod")
     >>> ensure_scale([case], None)
     Traceback (most recent call last):

@@ -132,37 +132,37 @@ class CaseNeeds:
     def of_case(cls, case: object) -> CaseNeeds:
         """Needs read off a case (:class:`accelml.cases.Case` or alike).
 
-        ``device`` "cuda"/"gpu" needs GPUs: one per worker, or what the case's strategy
-        record says (``gpus_per_worker``); ``workers`` are separate ranks where the
-        strategy is multi-process and devices of one process otherwise, and the ranks of
-        the dask cluster of a classical case (no strategy) trained on several workers; ``threads`` are
+        ``device`` "cuda"/"gpu" needs GPUs: one per rank, or what the case's strategy
+        record says (``gpus_per_rank``); the case's ``ranks`` are separate processes where the
+        strategy is multi-process and devices of one process otherwise, and the dask workers
+        of a classical case (no strategy) trained on several ranks, one a rank; ``threads`` are
         cores (at least the strategy's ``cores_per_rank``); ``memory_limit_mb`` and
         ``time_limit_s`` size the job; ``oversubscribe`` allows more ranks than cores. A
-        strategy not installed here is sized as one process with one GPU per worker.
+        strategy not installed here is sized as one process with one GPU per rank.
 
         >>> from types import SimpleNamespace as Case
-        >>> CaseNeeds.of_case(Case(device="cuda", workers=4, strategy="horovod"))
+        >>> CaseNeeds.of_case(Case(device="cuda", ranks=4, strategy="horovod"))
         CaseNeeds(cores=1, gpus=4, ranks=4, memory_bytes=None, seconds=None, oversubscribe=False)
-        >>> CaseNeeds.of_case(Case(device="cuda", workers=2, strategy="mirrored", threads=4))
+        >>> CaseNeeds.of_case(Case(device="cuda", ranks=2, strategy="mirrored", threads=4))
         CaseNeeds(cores=4, gpus=2, ranks=1, memory_bytes=None, seconds=None, oversubscribe=False)
-        >>> CaseNeeds.of_case(Case(device="cuda", workers=4, strategy=None, threads=8))
+        >>> CaseNeeds.of_case(Case(device="cuda", ranks=4, strategy=None, threads=8))
         CaseNeeds(cores=8, gpus=4, ranks=4, memory_bytes=None, seconds=None, oversubscribe=False)
-        >>> needs = CaseNeeds.of_case(Case(device="cpu", workers=1, memory_limit_mb=512, time_limit_s=60.0))
+        >>> needs = CaseNeeds.of_case(Case(device="cpu", ranks=1, memory_limit_mb=512, time_limit_s=60.0))
         >>> needs.memory_bytes, needs.seconds, needs.oversubscribe
         (536870912, 60.0, False)
         """
-        workers = int(getattr(case, "workers", None) or 1)
+        case_ranks = int(getattr(case, "ranks", None) or 1)
         name = getattr(case, "strategy", None)
         strategy = None if name is None else find_strategy(name)
         device = str(getattr(case, "device", "cpu") or "cpu").lower()
         on_gpu = device in {"cuda", "gpu"} or device.startswith(("cuda:", "gpu:"))
         memory_mb = getattr(case, "memory_limit_mb", None)
         seconds = getattr(case, "time_limit_s", None)
-        # a classical case (no strategy) on several workers: one rank (dask worker) each
-        cores, gpus, ranks = int(getattr(case, "threads", None) or 1), workers if on_gpu else 0, workers
+        # a classical case (no strategy) on several ranks: one process (dask worker) each
+        cores, gpus, ranks = int(getattr(case, "threads", None) or 1), case_ranks if on_gpu else 0, case_ranks
         if strategy is not None:
             cores = max(cores, strategy.cores_per_rank)
-            gpus, ranks = strategy.gpus(workers, on_gpu), strategy.ranks(workers)
+            gpus, ranks = strategy.gpus(case_ranks, on_gpu), strategy.processes(case_ranks)
         return cls(
             cores=cores,
             gpus=gpus,

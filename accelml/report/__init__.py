@@ -7,7 +7,7 @@ Layers, each importing only those below it:
   built-in measures in :mod:`accelml.agreement.measures`, one module per family.
 - :mod:`~accelml.agreement.matrix`: comparisons of two results and the agreement matrix of a run
   (run-to-run, cross-backend, -device, -scale), every registered measure computed there.
-- :mod:`~accelml.report.speed`: speedup against a reference backend, scaling over workers;
+- :mod:`~accelml.report.speed`: speedup against a reference backend, scaling over ranks;
   :mod:`~accelml.report.table`: the comparison table (terminal text and JSON), whose agreement
   column is repro's headline measure.
 - :mod:`~accelml.agreement.baseline`: reproducibility baselines and ``check``.

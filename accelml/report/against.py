@@ -2,7 +2,7 @@
 each case both have, and the environment fields that differ.
 
 Cases are paired by case id, else by what defines them (algorithm, backend, device,
-workers, strategy, data set, parameters). ``ratio = other median / this median``, so below 1
+ranks, strategy, data set, parameters). ``ratio = other median / this median``, so below 1
 the other run is faster; a ratio whose two medians' confidence intervals overlap is within noise.
 """
 
@@ -87,7 +87,7 @@ class RunComparison:
 
 
 def _identity(result: CaseResult) -> str:
-    return canonical_json([result.algorithm, result.backend, result.device, result.workers,
+    return canonical_json([result.algorithm, result.backend, result.device, result.ranks,
                            result.strategy, result.dataset, dict(result.params)])
 
 

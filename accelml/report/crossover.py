@@ -174,7 +174,8 @@ def crossovers(results: Sequence[CaseResult]) -> tuple[Crossover, ...]:
     for result in results:
         if result.ok and result.boosting is not None and result.dataset_info is not None:
             by_workers = groups.setdefault(_group_key(result), {})
-            by_workers.setdefault(result.workers, {}).setdefault(result.dataset_info.n_train, result)
+            # a classical case's ranks are its dask workers, one a rank
+            by_workers.setdefault(result.ranks, {}).setdefault(result.dataset_info.n_train, result)
     found = []
     for by_workers in groups.values():
         one_cases = by_workers.get(1, {})

@@ -19,11 +19,11 @@ from accelml.report.table import Row
 
 COLUMNS: tuple[tuple[str, type], ...] = (
     ("case_id", str), ("algorithm", str), ("dataset", str), ("backend", str), ("device", str),
-    ("workers", int), ("params", str),
+    ("ranks", int), ("params", str),
     *((f"{phase}_{part}", int if part == "n" else float)
       for phase in PHASES for part in ("median", "q1", "q3", "n")),
     ("speedup", float), ("speedup_low", float), ("speedup_high", float), ("efficiency", float),
-    ("images_per_second_per_worker", float), ("main_phase", str),
+    ("images_per_second_per_rank", float), ("main_phase", str),
     *((f"{phase}_speedup{part}", float) for phase in PHASES for part in ("", "_low", "_high")),
     ("iterations", int), ("reference_iterations", int), ("seconds_per_iteration", float),
     ("reference_seconds_per_iteration", float), ("per_iteration_speedup", float),
@@ -41,7 +41,9 @@ COLUMNS: tuple[tuple[str, type], ...] = (
 for iterative fits; ``different_optimum`` is true when the fit's ``objective`` differs from
 the reference's beyond its tolerance (``optimum_reason`` says by how much and why);
 ``ranks_identical`` / ``ranks_differing`` (e.g. "1 3") for data-parallel cases;
-``images_per_second_per_worker``: a deep-learning case's images/s per worker (per GPU)."""
+``images_per_second_per_rank``: a deep-learning case's images/s per rank (per GPU).
+``ranks`` was ``workers``, and ``images_per_second_per_rank`` was
+``images_per_second_per_worker``, before accelml named data-parallel processes ranks."""
 
 
 def _finite(value: float | None) -> float | None:
@@ -56,7 +58,7 @@ def table_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
     for row in rows:
         record: dict[str, Any] = {
             "case_id": row.case_id, "algorithm": row.algorithm, "dataset": row.dataset,
-            "backend": row.backend, "device": row.device, "workers": row.workers,
+            "backend": row.backend, "device": row.device, "ranks": row.ranks,
             "params": canonical_json(row.params),
         }
         for phase in PHASES:
@@ -90,7 +92,7 @@ def table_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
             warmup_note=row.warmup_note or None,
             speedup=_finite(row.speedup), speedup_low=_finite(row.speedup_low),
             speedup_high=_finite(row.speedup_high), efficiency=_finite(row.efficiency),
-            images_per_second_per_worker=_finite(row.images_per_worker),
+            images_per_second_per_rank=_finite(row.images_per_rank),
             score_name=row.score_name, score=_finite(row.score),
             agreement_kind=None if row.agreement is None else row.agreement.kind,
             agreement=None if row.agreement is None else _finite(row.agreement.value),

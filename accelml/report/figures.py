@@ -2,7 +2,7 @@
 
 * :func:`time_charts`: one chart per algorithm, fit and predict bars of each backend/device;
 * :func:`scaling_charts`: one chart per model and data set, a series per backend/device/strategy
-  over workers (epoch time, throughput, speedup and efficiency against 1 worker);
+  over ranks (epoch time, throughput, speedup and efficiency against 1 rank);
 * :func:`agreement_heatmap`: the agreement matrix, a row per case and a column per kind of
   comparison; each cell is the comparison's headline measure (:mod:`accelml.agreement.point`);
 * :func:`ratio_chart`: one run against another, the time ratio of each case.
@@ -59,8 +59,8 @@ def _variant(result: CaseResult, varying: list[str], names: tuple[str, ...]) -> 
         parts.append(result.dataset)
     if "params" in varying:
         parts.append(params_text(result, names) or "default params")
-    if "workers" in varying:
-        parts.append(f"{result.workers} worker(s)")
+    if "ranks" in varying:
+        parts.append(f"{result.ranks} rank(s)")
     return ", ".join(parts)
 
 
@@ -75,7 +75,7 @@ def time_charts(results: Sequence[CaseResult], reference: str | None) -> list[pl
         cases = [r for r in timed if r.algorithm == algorithm]
         varying = [name for name, values in (("dataset", [r.dataset for r in cases]),
                                              ("params", [r.params for r in cases]),
-                                             ("workers", [r.workers for r in cases]))
+                                             ("ranks", [r.ranks for r in cases]))
                    if len({repr(value) for value in values}) > 1]
         names = varying_params(cases)
         datasets = sorted({r.dataset for r in cases})
@@ -90,7 +90,7 @@ def time_charts(results: Sequence[CaseResult], reference: str | None) -> list[pl
                 value = found[phase].get(result.case_id)
                 bars.append(plots.Bar(
                     label=f"{result.backend} · {result.device}"
-                          + (f" ×{result.workers}" if result.workers != 1 else ""),
+                          + (f" ×{result.ranks}" if result.ranks != 1 else ""),
                     group=_variant(result, varying, names), median=timing.median,
                     low=timing.q1, high=timing.q3,
                     speedup=None if value is None else value.value,
@@ -102,15 +102,15 @@ def time_charts(results: Sequence[CaseResult], reference: str | None) -> list[pl
 
 
 def _scaling_points(cases: list[CaseResult]) -> tuple[plots.ScalingPoint, ...]:
-    """The points of one series; speedup and efficiency against the series' own 1-worker case.
+    """The points of one series; speedup and efficiency against the series' own 1-rank case.
 
     The values are :func:`accelml.report.speed.scaling`'s (t(1) / t(N), and that over N;
-    from the paired epochs of cases that took them in turn); the baseline is the 1-worker
+    from the paired epochs of cases that took them in turn); the baseline is the 1-rank
     case of the same strategy when the run has one, so each curve starts at 1 and agrees
     with the epoch times drawn beside it.
     """
-    cases = sorted(cases, key=lambda r: r.workers)
-    found = scaling(cases) if cases[0].workers == 1 else {}
+    cases = sorted(cases, key=lambda r: r.ranks)
+    found = scaling(cases) if cases[0].ranks == 1 else {}
     points = []
     for result in cases:
         timing = result.timing("epoch")
@@ -118,7 +118,7 @@ def _scaling_points(cases: list[CaseResult]) -> tuple[plots.ScalingPoint, ...]:
             continue
         value = found.get(result.case_id)
         points.append(plots.ScalingPoint(
-            result.workers, timing.median, timing.q1, timing.q3,
+            result.ranks, timing.median, timing.q1, timing.q3,
             result.dl.images_per_second if result.dl is not None else math.nan,
             None if value is None else value.speedup, None if value is None else value.efficiency,
             _step_seconds(result, timing.median)))
@@ -127,8 +127,8 @@ def _scaling_points(cases: list[CaseResult]) -> tuple[plots.ScalingPoint, ...]:
 
 def _step_seconds(result: CaseResult, epoch_seconds: float) -> float | None:
     """The time of one training step: the epoch's median over its steps (an epoch's images,
-    ``images_per_second`` times its seconds, in global batches of ``per_worker_batch_size x
-    workers`` images)."""
+    ``images_per_second`` times its seconds, in global batches of ``per_rank_batch_size x
+    ranks`` images)."""
     dl = result.dl
     if dl is None or dl.global_batch_size < 1 or not math.isfinite(dl.images_per_second):
         return None
@@ -140,7 +140,7 @@ def _step_seconds(result: CaseResult, epoch_seconds: float) -> float | None:
 
 
 def scaling_charts(results: Sequence[CaseResult]) -> list[plots.ScalingChart]:
-    """One chart per model and dataset: a series per backend/device/strategy over workers."""
+    """One chart per model and dataset: a series per backend/device/strategy over ranks."""
     trained = [r for r in results if r.ok and r.timing("epoch") is not None]
     groups: dict[tuple[str, str, str, str, str], list[CaseResult]] = {}
     for result in trained:
@@ -148,13 +148,13 @@ def scaling_charts(results: Sequence[CaseResult]) -> list[plots.ScalingChart]:
                            canonical_json(dict(result.params))), []).append(result)
     found: dict[tuple[str, str], list[tuple[str, str | None, list[CaseResult]]]] = {}
     for (algorithm, dataset, backend, device, _), members in groups.items():
-        single = [r for r in members if r.workers == 1]
-        strategies = list(dict.fromkeys(r.strategy for r in members if r.workers > 1))
+        single = [r for r in members if r.ranks == 1]
+        strategies = list(dict.fromkeys(r.strategy for r in members if r.ranks > 1))
         for strategy in strategies or [None]:
-            points = [r for r in members if r.workers > 1 and r.strategy == strategy]
+            points = [r for r in members if r.ranks > 1 and r.strategy == strategy]
             base = [r for r in single if r.strategy == strategy] or single
             series_cases = base[:1] + points
-            if len({r.workers for r in series_cases}) >= 2:
+            if len({r.ranks for r in series_cases}) >= 2:
                 found.setdefault((algorithm, dataset), []).append(
                     (f"{backend} · {device}", strategy, series_cases))
     charts: dict[tuple[str, str], list[plots.ScalingSeries]] = {}
@@ -266,8 +266,8 @@ def report_figures(run: RunRecord, results: Sequence[CaseResult], reference: str
     for scaling_chart in scaling_charts(results):
         add(f"scaling-{scaling_chart.title}", "scaling", scaling_chart.title,
             "Epoch time (first epoch left out, error bars: interquartile range of the "
-            "epochs), throughput in images per second and speedup over 1 worker; dashed: "
-            "ideal linear scaling; percentages: parallel efficiency (speedup / workers).",
+            "epochs), throughput in images per second and speedup over 1 rank; dashed: "
+            "ideal linear scaling; percentages: parallel efficiency (speedup / ranks).",
             partial(plots.scaling_figure, scaling_chart))
     heatmap = None if matrix is None else agreement_heatmap(results, matrix, reference)
     if heatmap is not None:

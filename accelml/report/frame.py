@@ -45,7 +45,7 @@ the run, the rows, the cases and the agreement matrix side by side)."""
 
 TIME_PARTS = ("median", "q1", "q3")
 RUN_COLUMNS = ("run_id", "spec", "started")
-IDENTITY = ("case_id", "algorithm", "dataset", "backend", "device", "workers", "strategy",
+IDENTITY = ("case_id", "algorithm", "dataset", "backend", "device", "ranks", "strategy",
             "params")
 
 
@@ -91,7 +91,7 @@ def sample_records(result: CaseResult, run: RunRecord | None = None) -> list[dic
     counted), then the counted repeats, numbered from 0 in each group."""
     identity = {"case_id": result.case_id, "algorithm": result.algorithm,
                 "dataset": result.dataset, "backend": result.backend, "device": result.device,
-                "workers": result.workers, "strategy": result.strategy,
+                "ranks": result.ranks, "strategy": result.strategy,
                 "params": ",".join(f"{key}={value}" for key, value in result.params)}
     run_fields: dict[str, str | None] = (
         dict(_run_fields(run)) if run is not None

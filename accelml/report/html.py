@@ -28,8 +28,8 @@ from accelml.report import plots
 from accelml.report.environment import environment_fields
 from accelml.report.labels import params_text, varying_params
 from accelml.report.report_model import RunReport
-from accelml.report.speed import PHASES, worker_unit
-from accelml.report.table import Row, TimingCell, load_text, phase_speedup_text, ranks_text
+from accelml.report.speed import PHASES, rank_unit
+from accelml.report.table import Row, TimingCell, load_text, phase_speedup_text, rank_weights_text
 from accelml.report.terminal import crossover_lines
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _table(report: RunReport) -> dict[str, Any]:
     rows = list(report.rows)
     results = {result.case_id: result for result in report.results}
     show_epoch = any(row.epoch is not None for row in rows)
-    show_workers = any(row.workers != 1 for row in rows)
+    show_ranks = any(row.ranks != 1 for row in rows)
     show_strategy = any(result.strategy for result in report.results)
     # Parameters that differ between cases get a column; the rest are said once, above.
     names = varying_params(report.results)
@@ -110,13 +110,13 @@ def _table(report: RunReport) -> dict[str, Any]:
             cells[phase] = _timing_text(getattr(row, phase))
         body.append({
             "case_id": row.case_id, "algorithm": row.algorithm, "dataset": row.dataset,
-            "backend": row.backend, "device": row.device, "workers": row.workers,
+            "backend": row.backend, "device": row.device, "ranks": row.ranks,
             "strategy": (result.strategy if result is not None else None) or "–",
             "params": "" if result is None else params_text(result, names),
             "fit": cells["fit"], "predict": cells["predict"], "epoch": cells["epoch"],
             "speedup": _speedup_text(row),
-            "per_worker": "" if row.images_per_worker is None else
-                          f"{row.images_per_worker:,.0f} images/s per {worker_unit(row.device)}",
+            "per_rank": "" if row.images_per_rank is None else
+                          f"{row.images_per_rank:,.0f} images/s per {rank_unit(row.device)}",
             "score": "–" if row.score is None else f"{row.score_name} {row.score:.4g}",
             "agreement": "–" if row.status != "ok" else "reference" if row.is_reference else (
                 row.agreement.text if row.agreement else "–"),
@@ -127,15 +127,15 @@ def _table(report: RunReport) -> dict[str, Any]:
                 phase_speedup_text(value) for value in row.phase_speedups
                 if value.phase != row.main_phase],
             "iterations": "–" if row.iterations is None else row.iterations.text(),
-            "ranks": "–" if row.ranks_identical is None else ranks_text(row),
-            "ranks_bad": row.ranks_identical is False,
+            "rank_weights": "–" if row.ranks_identical is None else rank_weights_text(row),
+            "rank_weights_bad": row.ranks_identical is False,
             "optimum": row.optimum.reason if row.different_optimum and row.optimum else "",
             "busy_host": "" if row.busy_host is None else f"load {load_text(row.busy_host)}",
         })
     return {"rows": body, "show_epoch": show_epoch,
             "show_iterations": any(row.iterations is not None for row in rows),
             "show_busy_host": any(row.busy_host is not None for row in rows),
-            "show_ranks": any(row.ranks_identical is not None for row in rows), "show_workers": show_workers,
+            "show_rank_weights": any(row.ranks_identical is not None for row in rows), "show_ranks": show_ranks,
             "show_strategy": show_strategy, "show_params": bool(names),
             "common_params": " ".join(f"{key}={value}" for key, value in common.items()),
             "phases": [phase for phase in ("fit", "predict")
@@ -149,7 +149,7 @@ def _scaling_tables(report: RunReport) -> list[dict[str, Any]]:
             tables.append({
                 "title": f"{chart.title}: {series.label}",
                 "points": [{
-                    "workers": point.workers,
+                    "ranks": point.ranks,
                     "epoch": plots.format_seconds(point.epoch_median),
                     "spread": f"{plots.format_seconds(point.epoch_low)}–"
                               f"{plots.format_seconds(point.epoch_high)}",
@@ -163,15 +163,15 @@ def _scaling_tables(report: RunReport) -> list[dict[str, Any]]:
 
 
 def _scaling_cards(report: RunReport) -> list[dict[str, Any]]:
-    """The largest worker count of each scaling series: its speedup and efficiency."""
+    """The largest rank count of each scaling series: its speedup and efficiency."""
     cards = []
     for chart in report.scaling_charts():
         for series in chart.series:
-            known = [p for p in series.points if p.speedup is not None and p.workers > 1]
+            known = [p for p in series.points if p.speedup is not None and p.ranks > 1]
             if not known:
                 continue
-            top = max(known, key=lambda p: p.workers)
-            cards.append({"title": chart.title, "series": series.label, "workers": top.workers,
+            top = max(known, key=lambda p: p.ranks)
+            cards.append({"title": chart.title, "series": series.label, "ranks": top.ranks,
                           "speedup": plots.format_speedup(top.speedup),
                           "efficiency": "–" if top.efficiency is None
                           else f"{top.efficiency:.0%}"})

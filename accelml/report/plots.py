@@ -6,7 +6,7 @@ Every figure is built from plain frozen dataclasses, so a figure never touches t
   backend and device as horizontal bars, the spread of the repeats as error bars and the
   speedup against the reference written beside each bar.
 * :class:`ScalingChart` -> :func:`scaling_figure`: the three plots of the data-parallel
-  tutorials (epoch time, images/s and speedup against workers, with the ideal lines) and the
+  tutorials (epoch time, images/s and speedup against ranks, with the ideal lines) and the
   efficiency written at each point.
 * :class:`HeatMap` -> :func:`heatmap_figure`: a matrix of values (e.g. label agreement) with
   the value written in each cell.
@@ -158,7 +158,7 @@ class Bar:
     """One case's median time of one phase, its spread and its speedup against the reference."""
 
     label: str                 # "sklearnex · cpu"
-    group: str                 # what else defines the case: dataset, params, workers ("" if one)
+    group: str                 # what else defines the case: dataset, params, ranks ("" if one)
     median: float
     low: float                 # spread shown as the error bar (q1 or minimum)
     high: float                # (q3 or maximum)
@@ -291,13 +291,13 @@ def time_figure(chart: TimeChart) -> Figure:
 
 @dataclass(frozen=True)
 class ScalingPoint:
-    workers: int
+    ranks: int
     epoch_median: float          # seconds per epoch, warm-up epochs left out
     epoch_low: float
     epoch_high: float
     images_per_second: float
     speedup: float | None        # against the series' 1-rank point
-    efficiency: float | None     # speedup / workers
+    efficiency: float | None     # speedup / ranks
     step_seconds: float | None = None   # epoch median / training steps an epoch
 
 
@@ -320,15 +320,15 @@ def scaling_figure(chart: ScalingChart) -> Figure:
 
     if not any(series.points for series in chart.series):
         raise ValueError(f"no scaling points for {chart.title!r}")
-    workers = sorted({p.workers for s in chart.series for p in s.points})
+    ranks = sorted({p.ranks for s in chart.series for p in s.points})
     unit, factor = time_unit(max(max(p.epoch_high, p.epoch_median)
                                  for s in chart.series for p in s.points))
     with rc_context(STYLE):
         figure = Figure(figsize=(13, 4.2), layout="constrained")
         time_ax, rate_ax, speed_ax = figure.subplots(1, 3)
         for index, series in enumerate(chart.series):
-            points = sorted(series.points, key=lambda p: p.workers)
-            x = [p.workers for p in points]
+            points = sorted(series.points, key=lambda p: p.ranks)
+            x = [p.ranks for p in points]
             colour = colour_for(index)
             label = plain(series.label, LEGEND_LIMIT)
             time_ax.errorbar(
@@ -338,20 +338,20 @@ def scaling_figure(chart: ScalingChart) -> Figure:
                 marker="o", color=colour, capsize=3, label=label)
             rate_ax.plot(x, [p.images_per_second for p in points], marker="o", color=colour,
                          label=label)
-            base = next((p for p in points if p.workers == 1), None)
+            base = next((p for p in points if p.ranks == 1), None)
             if base is not None and base.images_per_second > 0:
                 rate_ax.plot(x, [base.images_per_second * w for w in x], linestyle="--",
                              color=colour, alpha=0.5, linewidth=1,
                              label=f"ideal ({label})" if len(chart.series) > 1 else "ideal")
             known = [p for p in points if p.speedup is not None]
-            speed_ax.plot([p.workers for p in known], [p.speedup for p in known], marker="o",
+            speed_ax.plot([p.ranks for p in known], [p.speedup for p in known], marker="o",
                           color=colour, label=label)
             for point in known:
-                if point.efficiency is not None and point.workers != 1:
-                    speed_ax.annotate(f"{point.efficiency:.0%}", xy=(point.workers, point.speedup),
+                if point.efficiency is not None and point.ranks != 1:
+                    speed_ax.annotate(f"{point.efficiency:.0%}", xy=(point.ranks, point.speedup),
                                       xytext=(0, -14), textcoords="offset points", ha="center",
                                       fontsize=8, color=colour)
-        speed_ax.plot(workers, workers, linestyle="--", color="#555555", linewidth=1,
+        speed_ax.plot(ranks, ranks, linestyle="--", color="#555555", linewidth=1,
                       label="ideal (speedup = ranks)")
         for ax, title, ylabel in (
             (time_ax, "Epoch time", f"time per epoch [{unit}] (first epoch left out)"),
@@ -362,11 +362,11 @@ def scaling_figure(chart: ScalingChart) -> Figure:
             ax.set_xlabel("ranks")
             ax.set_ylabel(ylabel)
             ax.set_xscale("log", base=2)
-            ax.set_xticks(workers, [str(w) for w in workers])
+            ax.set_xticks(ranks, [str(w) for w in ranks])
             ax.minorticks_off()
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=8, loc="best")
-        top = max([max(workers)] + [p.speedup for s in chart.series for p in s.points
+        top = max([max(ranks)] + [p.speedup for s in chart.series for p in s.points
                                     if p.speedup is not None])
         speed_ax.set_ylim(0, top * 1.15)
         figure.suptitle(f"Data-parallel scaling: {plain(chart.title, 80)}", fontsize=12,

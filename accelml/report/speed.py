@@ -1,7 +1,7 @@
-"""Speedups against a reference backend, and scaling over workers, from stored case results.
+"""Speedups against a reference backend, and scaling over ranks, from stored case results.
 
 A case's reference is the case of the reference backend with the same algorithm, dataset,
-parameters, workers and strategy: on the same device when there is one, else on the CPU,
+parameters, ranks and strategy: on the same device when there is one, else on the CPU,
 else any device. A case of the reference backend itself on an accelerator is compared with
 that backend's CPU case where there is one (XGBoost on CUDA against XGBoost on all cores:
 the move this comparison is about), else it is the reference.
@@ -13,11 +13,11 @@ the medians, with the interval from the two medians' confidence intervals (worst
 combination).
 
 For deep-learning cases, scaling compares epoch times (first epoch excluded) with the
-1-worker case of the same backend, device, strategy, model, dataset and parameters (or,
-when that strategy has no 1-worker case, the ``single`` 1-worker case):
+1-rank case of the same backend, device, strategy, model, dataset and parameters (or,
+when that strategy has no 1-rank case, the ``single`` 1-rank case):
 speedup = t(1) / t(N), efficiency = speedup / N. Classical cases trained on several
-workers (XGBoost through xgboost.dask, say) compare fit times the same way, with the
-1-worker case of the same backend, device, algorithm, dataset and parameters.
+ranks (dask workers, one a rank: XGBoost through xgboost.dask, say) compare fit times the
+same way, with the 1-rank case of the same backend, device, algorithm, dataset and parameters.
 
 Every phase a case and its reference both timed gets its own speedup with its interval
 (:func:`phase_speedups`); the first is the case's main phase (:func:`main_phase`: the
@@ -68,11 +68,11 @@ class Speedup:
 
 @dataclass(frozen=True)
 class Scaling:
-    """Epoch-time speedup and efficiency of an N-worker case against the 1-worker case."""
+    """Epoch-time speedup and efficiency of an N-rank case against the 1-rank case."""
 
     case_id: str
     baseline_case_id: str
-    workers: int
+    ranks: int
     speedup: float
     efficiency: float
     images_per_second: float | None
@@ -83,16 +83,16 @@ class Scaling:
     @property
     def efficiency_interval(self) -> tuple[float, float]:
         """The efficiency's interval (NaN where the speedup has none)."""
-        return self.low / self.workers, self.high / self.workers
+        return self.low / self.ranks, self.high / self.ranks
 
 
-def _identity(result: CaseResult | Case, *, with_workers: bool = True) -> str:
+def _identity(result: CaseResult | Case, *, with_ranks: bool = True) -> str:
     dataset = result.dataset if isinstance(result, CaseResult) else result.dataset.name
     return canonical_json({
         "algorithm": result.algorithm, "dataset": dataset,
         "params": dict(result.params),
-        "workers": result.workers if with_workers else None,
-        "strategy": result.strategy if with_workers else None,
+        "ranks": result.ranks if with_ranks else None,
+        "strategy": result.strategy if with_ranks else None,
     })
 
 
@@ -296,36 +296,36 @@ ScalingKey = tuple[str, str, str, str]
 
 
 def _scaling_key(result: CaseResult | Case, strategy: str | None) -> ScalingKey:
-    """What a case and its 1-worker baseline share: everything but the worker count."""
-    identity = _identity(result, with_workers=False)
+    """What a case and its 1-rank baseline share: everything but the rank count."""
+    identity = _identity(result, with_ranks=False)
     return (result.backend, result.device, strategy or default_strategy().name, identity)
 
 
 def scaling_baselines(cases: Iterable[Case]) -> dict[str, Case]:
-    """case_id -> the 1-worker case a training on several workers is scaled against (of its
+    """case_id -> the 1-rank case a training on several ranks is scaled against (of its
     own strategy, else of the default strategy; as :func:`scaling` matches them): the cases
     of a run before they run, which the runner then measures in one interleaved group.
 
     >>> from accelml.cases import DatasetSpec
     >>> data = DatasetSpec("digits", "shipped")
-    >>> one, two = (Case("mlp", "keras", "cpu", data, workers=n, strategy="jax-pmean")
+    >>> one, two = (Case("mlp", "keras", "cpu", data, ranks=n, strategy="jax-pmean")
     ...             for n in (1, 2))
     >>> found = scaling_baselines([one, two])
     >>> list(found) == [two.case_id], found[two.case_id] == one
     (True, True)
     """
     trainings = [case for case in cases if is_deep_learning(case)]
-    found = _one_worker_baselines(trainings)
+    found = _one_rank_baselines(trainings)
     return {case.case_id: found[case.case_id] for case in trainings
-            if case.workers > 1 and case.case_id in found}
+            if case.ranks > 1 and case.case_id in found}
 
 
-def _one_worker_baselines(items: list[Compared]) -> dict[str, Compared]:
-    """case_id -> its 1-worker case among ``items`` (its own strategy's, else the default
-    strategy's); a 1-worker case is its own."""
+def _one_rank_baselines(items: list[Compared]) -> dict[str, Compared]:
+    """case_id -> its 1-rank case among ``items`` (its own strategy's, else the default
+    strategy's); a 1-rank case is its own."""
     baselines: dict[ScalingKey, Compared] = {}
     for item in items:
-        if item.workers == 1:
+        if item.ranks == 1:
             baselines.setdefault(_scaling_key(item, item.strategy), item)
     found = {}
     for item in items:
@@ -342,19 +342,19 @@ def _scaled_phase(result: CaseResult) -> str:
 
 
 def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
-    """case_id -> scaling against the 1-worker case: deep-learning cases by epoch time,
+    """case_id -> scaling against the 1-rank case: deep-learning cases by epoch time,
     classical cases by fit time where their group (backend, device, algorithm, dataset,
-    parameters) was also run on several workers.
+    parameters) was also run on several ranks.
 
-    Each case is measured against the 1-worker case of its own strategy (and backend,
-    device, model, dataset, parameters); where its strategy has no 1-worker case, against
-    the default strategy's 1-worker case of the same model and data. Failed cases
+    Each case is measured against the 1-rank case of its own strategy (and backend,
+    device, model, dataset, parameters); where its strategy has no 1-rank case, against
+    the default strategy's 1-rank case of the same model and data. Failed cases
     are never a baseline.
 
     >>> from accelml.results.records import PhaseTiming
-    >>> def case(cid, workers, seconds):
+    >>> def case(cid, ranks, seconds):
     ...     return CaseResult("r", cid, "gradient_boosting_classifier", "xgboost", "cuda", "d",
-    ...                       "ok", workers=workers,
+    ...                       "ok", ranks=ranks,
     ...                       timings=(PhaseTiming.from_samples("fit", [seconds]),))
     >>> found = scaling([case("one", 1, 8.0), case("four", 4, 2.5)])
     >>> found["four"].speedup, found["four"].efficiency, found["one"].speedup
@@ -363,10 +363,10 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
     {}
     """
     results = [r for r in results if r.ok and r.timing(_scaled_phase(r)) is not None]
-    scaled = {_scaling_key(r, r.strategy) for r in results if r.workers > 1}
+    scaled = {_scaling_key(r, r.strategy) for r in results if r.ranks > 1}
     results = [r for r in results if r.timing("epoch") is not None
                or _scaling_key(r, r.strategy) in scaled]
-    baselines = _one_worker_baselines(results)
+    baselines = _one_rank_baselines(results)
     found = {}
     for result in results:
         base = baselines.get(result.case_id)
@@ -381,7 +381,7 @@ def scaling(results: Iterable[CaseResult]) -> dict[str, Scaling]:
         if paired(result, base) and ratio is not None and ratio.rounds >= 2:
             value, low, high, measurement = ratio.value, ratio.low, ratio.high, INTERLEAVED
         found[result.case_id] = Scaling(
-            result.case_id, base.case_id, result.workers, value, value / result.workers,
+            result.case_id, base.case_id, result.ranks, value, value / result.ranks,
             None if result.dl is None else result.dl.images_per_second, low, high, measurement)
     return found
 
@@ -441,23 +441,23 @@ def geometric_mean_speedups(results: Iterable[CaseResult], reference: str | None
     return tuple(sorted(found, key=lambda s: (s.backend, s.device, order[s.phase])))
 
 
-def images_per_worker(result: CaseResult) -> float | None:
-    """Images/s of a deep-learning case per worker (per GPU on GPUs): its images/s, warm-up
-    epochs left out, over its workers; None for other cases.
+def images_per_rank(result: CaseResult) -> float | None:
+    """Images/s of a deep-learning case per rank (per GPU on GPUs): its images/s, warm-up
+    epochs left out, over its ranks; None for other cases.
 
     >>> from accelml.results.records import DLMeasurements
     >>> dl = DLMeasurements("cnn", (), 64, 4, 0.01, 10_000.0)
-    >>> images_per_worker(CaseResult("r", "c", "cnn", "keras", "cuda", "d", "ok", workers=4, dl=dl))
+    >>> images_per_rank(CaseResult("r", "c", "cnn", "keras", "cuda", "d", "ok", ranks=4, dl=dl))
     2500.0
     """
     if result.dl is None or not result.ok or not result.dl.images_per_second > 0:
         return None
-    return result.dl.images_per_second / max(1, result.dl.workers)
+    return result.dl.images_per_second / max(1, result.dl.ranks)
 
 
-def worker_unit(device: str) -> str:
-    """What one worker of a case on ``device`` is called: ``GPU`` except on the CPU."""
-    return "worker" if device == "cpu" else "GPU"
+def rank_unit(device: str) -> str:
+    """What one rank of a case on ``device`` is called: ``GPU`` except on the CPU."""
+    return "rank" if device == "cpu" else "GPU"
 
 
 def engine_of(result: CaseResult) -> str | None:
@@ -477,10 +477,10 @@ def _times(value: float) -> str:
 
 @dataclass(frozen=True)
 class EngineComparison:
-    """Two strategies' cases at the same worker count, per worker, beside their 1-worker cases.
+    """Two strategies' cases at the same rank count, per rank, beside their 1-rank cases.
 
-    ``engine_ratio`` is the 1-worker per-GPU ratio: the engines' (``case`` over
-    ``reference``); at N workers, ``ratio`` / ``engine_ratio`` is what the strategies
+    ``engine_ratio`` is the 1-rank per-GPU ratio: the engines' (``case`` over
+    ``reference``); at N ranks, ``ratio`` / ``engine_ratio`` is what the strategies
     themselves add (their efficiencies' ratio).
     """
 
@@ -488,18 +488,18 @@ class EngineComparison:
     reference_case_id: str
     label: str                     # "resnet50v2 on synthetic_128"
     device: str
-    workers: int
+    ranks: int
     strategy: str
     engine: str
-    per_worker: float              # images/s per worker
+    per_rank: float                # images/s per rank
     reference_strategy: str
     reference_engine: str
-    reference_per_worker: float
-    engine_ratio: float | None     # the 1-worker cases' per-worker ratio (None: no such pair)
+    reference_per_rank: float
+    engine_ratio: float | None     # the 1-rank cases' per-rank ratio (None: no such pair)
 
     @property
     def ratio(self) -> float:
-        return self.per_worker / self.reference_per_worker
+        return self.per_rank / self.reference_per_rank
 
     def text(self) -> str:
         """'x1 [torch-ddp] vs [jax-pmean]: per GPU, engine torch = 0.17 x engine jax (...)'.
@@ -509,9 +509,9 @@ class EngineComparison:
         >>> one.text()[len("cnn on d x1 [torch-ddp] vs [jax-pmean]: "):]
         'per GPU, engine torch = 0.25 × engine jax (1,000 vs 4,000 images/s per GPU)'
         """
-        unit = worker_unit(self.device)
-        head = f"{self.label} x{self.workers} [{self.strategy}] vs [{self.reference_strategy}]: "
-        rates = (f"{self.per_worker:,.0f} vs {self.reference_per_worker:,.0f} images/s "
+        unit = rank_unit(self.device)
+        head = f"{self.label} x{self.ranks} [{self.strategy}] vs [{self.reference_strategy}]: "
+        rates = (f"{self.per_rank:,.0f} vs {self.reference_per_rank:,.0f} images/s "
                  f"per {unit}")
         if self.engine_ratio is None:
             engines = ""
@@ -521,7 +521,7 @@ class EngineComparison:
         else:
             engines = (f"per {unit}, engine {self.engine} = {_times(self.engine_ratio)} × "
                        f"engine {self.reference_engine}")
-        if self.workers == 1:
+        if self.ranks == 1:
             return head + (f"{engines} ({rates})" if engines else rates)
         found = f"{rates} ({_times(self.ratio)}×)"
         if self.engine_ratio is None:
@@ -531,43 +531,43 @@ class EngineComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {"case_id": self.case_id, "reference_case_id": self.reference_case_id,
-                "label": self.label, "device": self.device, "workers": self.workers,
+                "label": self.label, "device": self.device, "ranks": self.ranks,
                 "strategy": self.strategy, "engine": self.engine,
-                "images_per_second_per_worker": self.per_worker,
+                "images_per_second_per_rank": self.per_rank,
                 "reference_strategy": self.reference_strategy,
                 "reference_engine": self.reference_engine,
-                "reference_images_per_second_per_worker": self.reference_per_worker,
+                "reference_images_per_second_per_rank": self.reference_per_rank,
                 "ratio": self.ratio, "engine_ratio": self.engine_ratio, "text": self.text()}
 
 
 def engine_comparisons(pairs: Iterable[tuple[CaseResult, CaseResult]],
                        label: Callable[[CaseResult], str] | None = None
                        ) -> tuple[EngineComparison, ...]:
-    """Per-worker images/s of each ``(reference, case)`` pair of deep-learning cases of two
+    """Per-rank images/s of each ``(reference, case)`` pair of deep-learning cases of two
     strategies (the agreement's cross-strategy pairs,
     :func:`accelml.agreement.matrix.cross_strategy_pairs`), with the engines' ratio taken from
-    the pair's 1-worker cases (the same two strategies, model, data and parameters).
+    the pair's 1-rank cases (the same two strategies, model, data and parameters).
     ``label`` names a pair by its case (default: "model on dataset")."""
     found = []
     for reference, case in pairs:
-        rate, reference_rate = images_per_worker(case), images_per_worker(reference)
+        rate, reference_rate = images_per_rank(case), images_per_rank(reference)
         engine, reference_engine = engine_of(case), engine_of(reference)
         if (rate is None or reference_rate is None or engine is None or reference_engine is None
-                or case.workers != reference.workers):
+                or case.ranks != reference.ranks):
             continue
         found.append((reference, case, rate, reference_rate, engine, reference_engine))
 
     def key(result: CaseResult) -> str:
-        return _identity(result, with_workers=False) + (result.strategy or "") + result.backend
+        return _identity(result, with_ranks=False) + (result.strategy or "") + result.backend
 
     single = {(key(reference), key(case)): rate / reference_rate
-              for reference, case, rate, reference_rate, _, _ in found if case.workers == 1}
+              for reference, case, rate, reference_rate, _, _ in found if case.ranks == 1}
     comparisons = [
         EngineComparison(
             case.case_id, reference.case_id,
             label(case) if label else f"{case.algorithm} on {case.dataset}", case.device,
-            case.workers, case.strategy or default_strategy().name, engine, rate,
+            case.ranks, case.strategy or default_strategy().name, engine, rate,
             reference.strategy or default_strategy().name, reference_engine, reference_rate,
             single.get((key(reference), key(case))))
         for reference, case, rate, reference_rate, engine, reference_engine in found]
-    return tuple(sorted(comparisons, key=lambda c: (c.label, c.workers)))
+    return tuple(sorted(comparisons, key=lambda c: (c.label, c.ranks)))

@@ -1,12 +1,12 @@
 """The comparison table (terminal and JSON), built only from the results store.
 
-One :class:`Row` per case: algorithm, dataset, backend, device, workers (and the strategy
+One :class:`Row` per case: algorithm, dataset, backend, device, ranks (and the strategy
 column when any case has one), fit and predict
 median with spread (IQR) and repeat count, speedup vs the reference ("ref" on the reference
 case itself; a failed case is never a reference and shows "-") for its main phase and then
 for its other phases, each with its interval, the iterations of an iterative fit against the
-reference's, images/s per GPU (per worker on CPUs) of a deep-learning case, whether every
-rank of a data-parallel case ended identical, the main score,
+reference's, images/s per GPU (per rank on CPUs) of a deep-learning case, whether every
+rank of a data-parallel case ended with identical weights (the ``rank weights`` column), the main score,
 agreement with the reference case's predictions, and status (with the reason of a failure,
 a ``noisy`` flag when the median's interval stayed wider than the case's target, and
 "different optimum" with its reason when the fit's objective is not the reference's).
@@ -19,8 +19,8 @@ its reference case, so the table and the agreement matrix never disagree: label 
 (cluster ids matched one-to-one first) where the outputs are labels, else the largest
 absolute difference (cluster centres and PCA outputs matched first), else the final
 accuracy difference of deep-learning cases (:mod:`accelml.agreement.measures`). Only cases on
-the same data are compared. An N-worker case shown with its scaling (speed-up over its own
-1-worker case, rather than over the reference backend) is compared with that 1-worker case.
+the same data are compared. An N-rank case shown with its scaling (speed-up over its own
+1-rank case, rather than over the reference backend) is compared with that 1-rank case.
 
 >>> from accelml.results.store import ResultsStore
 >>> import tempfile
@@ -45,14 +45,14 @@ from accelml.report.speed import (
     Iterations,
     Optimum,
     Speedup,
-    images_per_worker,
+    images_per_rank,
     iterations_of,
     main_phase,
     optimum_against,
     phase_speedups,
+    rank_unit,
     reference_cases,
     scaling,
-    worker_unit,
 )
 from accelml.results.records import CaseResult, PhaseTiming, RunRecord
 from accelml.results.store import ResultsStore
@@ -109,7 +109,7 @@ class Row:
     dataset: str
     backend: str
     device: str
-    workers: int
+    ranks: int
     params: dict[str, Any]
     fit: TimingCell | None
     predict: TimingCell | None
@@ -134,7 +134,7 @@ class Row:
     ranks_identical: bool | None = None          # data-parallel DL: every rank's final weights equal
     ranks_differing: tuple[int, ...] = ()        # the ranks whose weights differ from rank 0's
     warmup_note: str = ""
-    images_per_worker: float | None = None      # DL: images/s per worker (per GPU on GPUs)
+    images_per_rank: float | None = None        # DL: images/s per rank (per GPU on GPUs)
     open_listeners: str = ""                     # what a stranger could reach (unauthenticated)
     container: str = ""                          # where it ran: "" (the host) or runtime:image
     busy_host: tuple[float, int] | None = None   # (load, cores): other work shared its cores
@@ -231,9 +231,9 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
     for result in results:
         ref = references.get(result.case_id)
         found_scaling = scalings.get(result.case_id)
-        if found_scaling is not None and result.workers != 1 and ref is not None \
+        if found_scaling is not None and result.ranks != 1 and ref is not None \
                 and ref.backend == result.backend:
-            ref = None   # an N-worker run of the reference backend: shown as scaling vs 1 worker
+            ref = None   # an N-rank run of the reference backend: shown as scaling vs 1 rank
         # A failed case is never anyone's reference (nor its own): it shows no speedup.
         is_reference = ref is not None and ref.case_id == result.case_id and result.ok
         compared = ref is not None and not is_reference
@@ -254,13 +254,13 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
         match = None
         if ref is not None and not is_reference and result.ok and ref.ok:
             match = agreement(store, result, ref, found_measures)
-        elif ref is None and found_scaling is not None and result.workers != 1:
+        elif ref is None and found_scaling is not None and result.ranks != 1:
             baseline = next(r for r in results if r.case_id == found_scaling.baseline_case_id)
-            match = agreement(store, result, baseline, found_measures)   # against 1 worker
+            match = agreement(store, result, baseline, found_measures)   # against 1 rank
         status = result.status if result.ok else f"{outcome_word(result)} ({result.failure.value})"
         rows.append(Row(
             case_id=result.case_id, algorithm=result.algorithm, dataset=result.dataset,
-            backend=result.backend, device=result.device, workers=result.workers,
+            backend=result.backend, device=result.device, ranks=result.ranks,
             params=dict(result.params), fit=TimingCell.of(result.timing("fit")),
             predict=TimingCell.of(result.timing("predict")),
             epoch=TimingCell.of(result.timing("epoch")), speedup=value, speedup_low=low,
@@ -273,7 +273,7 @@ def build_rows(store: ResultsStore, results: Iterable[CaseResult], reference: st
             optimum=optimum_against(result, ref) if ref is not None and compared else None,
             ranks_identical=None if result.dl is None else result.dl.ranks_identical,
             ranks_differing=() if result.dl is None else result.dl.ranks_differing,
-            warmup_note=result.warmup_note, images_per_worker=images_per_worker(result),
+            warmup_note=result.warmup_note, images_per_rank=images_per_rank(result),
             open_listeners="" if result.dl is None or result.dl.listeners_authenticated
             else result.dl.listeners,
             container="" if result.container is None else result.container.label,
@@ -325,7 +325,7 @@ def _varying_params(rows: Sequence[Row]) -> bool:
     """Show a params column only when one algorithm/dataset/backend/device runs with several."""
     seen: dict[tuple[str, str, str, str, int, str | None], set[str]] = {}
     for row in rows:
-        key = (row.algorithm, row.dataset, row.backend, row.device, row.workers, row.strategy)
+        key = (row.algorithm, row.dataset, row.backend, row.device, row.ranks, row.strategy)
         seen.setdefault(key, set()).add(_params_text(row.params))
     return any(len(values) > 1 for values in seen.values())
 
@@ -392,7 +392,7 @@ def _iterations_text(row: Row) -> str:
     return "-" if row.iterations is None else row.iterations.text().replace(", ", "\n")
 
 
-def ranks_text(row: Row) -> str:
+def rank_weights_text(row: Row) -> str:
     """'identical', 'rank 1, 3 differ from rank 0', or '-' for a case of one rank."""
     if row.ranks_identical is None:
         return "-"
@@ -424,14 +424,14 @@ def _score(short: bool) -> Callable[[Row], str]:
     return text
 
 
-def _per_worker_text(row: Row) -> str:
-    return "-" if row.images_per_worker is None else f"{row.images_per_worker:,.0f}"
+def _per_rank_text(row: Row) -> str:
+    return "-" if row.images_per_rank is None else f"{row.images_per_rank:,.0f}"
 
 
-def _per_worker_heading(rows: Sequence[Row]) -> str:
-    """'img/s per GPU' (or 'per worker' where some deep-learning case ran on the CPU)."""
-    units = {worker_unit(row.device) for row in rows if row.images_per_worker is not None}
-    return f"img/s per {units.pop() if len(units) == 1 else 'worker'}"
+def _per_rank_heading(rows: Sequence[Row]) -> str:
+    """'img/s per GPU' (or 'per rank' where some deep-learning case ran on the CPU)."""
+    units = {rank_unit(row.device) for row in rows if row.images_per_rank is not None}
+    return f"img/s per {units.pop() if len(units) == 1 else 'rank'}"
 
 
 def _agreement_text(row: Row) -> str:
@@ -457,7 +457,7 @@ def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
         Column((Form("backend", lambda row: row.backend),), abbreviate_rank=64, min_width=7),
         Column((Form("device", lambda row: row.device),), constant_rank=5, abbreviate_rank=46,
                min_width=4),
-        Column((Form("workers", lambda row: str(row.workers)),), justify=right, constant_rank=5),
+        Column((Form("ranks", lambda row: str(row.ranks)),), justify=right, constant_rank=5),
         Column((Form("strategy", lambda row: row.strategy or "-"),), constant_rank=5,
                abbreviate_rank=46, min_width=7, applies=lambda rows: any(r.strategy for r in rows)),
         Column((Form("container", lambda row: row.container or "host"),), abbreviate_rank=44, min_width=8,
@@ -474,15 +474,15 @@ def table_columns(rows: Sequence[Row]) -> list[Column[Row]]:
               ("epoch", 12, 75, lambda rows: with_epoch))),
         Column((Form("speedup", _speedup_text), Form("speedup", _short_speedup)), justify=right,
                compact_rank=20),
-        Column((Form(_per_worker_heading(rows), _per_worker_text),), justify=right, drop_rank=56,
-               applies=lambda rows: any(r.images_per_worker is not None for r in rows)),
+        Column((Form(_per_rank_heading(rows), _per_rank_text),), justify=right, drop_rank=56,
+               applies=lambda rows: any(r.images_per_rank is not None for r in rows)),
         Column((Form("other phases", _other_phases_text), Form("other", _other_phases_short)),
                justify=right, compact_rank=18, drop_rank=34,
                applies=lambda rows: any(not r.is_reference and len(r.phase_speedups) > 1
                                         for r in rows)),
         Column((Form("iterations", _iterations_text),), justify=right, drop_rank=36,
                applies=lambda rows: any(r.iterations is not None for r in rows)),
-        Column((Form("ranks", ranks_text),), justify=right, drop_rank=66,
+        Column((Form("rank weights", rank_weights_text),), justify=right, drop_rank=66,
                applies=lambda rows: any(r.ranks_identical is not None for r in rows)),
         Column((Form("score", _score(False)), Form("score", _score(True))), justify=right,
                compact_rank=14, drop_rank=62),
@@ -608,7 +608,8 @@ def json_clean(value: Any) -> Any:
 
 
 def to_json(run: RunRecord, results: list[CaseResult], rows: list[Row]) -> dict[str, Any]:
-    """Machine-readable results: the run, every row, and every full case record."""
+    """Machine-readable results: the run, every row, and every full case record (as stored:
+    a case's ``ranks`` under their stored name ``workers``, see :class:`CaseResult`)."""
     cleaned: dict[str, Any] = json_clean({
         "run": {key: value for key, value in run.to_dict().items() if key != "spec_text"},
         "rows": [row.to_dict() for row in rows],

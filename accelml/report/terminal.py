@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from accelml.report import plots
 from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover
-from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, worker_unit
+from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, rank_unit
 from accelml.results.records import RunRecord
 
 
@@ -46,11 +46,11 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
     lines = []
     for chart in charts:
         for series in chart.series:
-            one = next((p for p in series.points if p.workers == 1), None)
-            cells = [f"{p.workers} ranks {plots.format_speedup(p.speedup)} "
+            one = next((p for p in series.points if p.ranks == 1), None)
+            cells = [f"{p.ranks} ranks {plots.format_speedup(p.speedup)} "
                      f"(efficiency {p.efficiency:.0%}{_step_beyond(p, one)})"
                      for p in series.points
-                     if p.workers > 1 and p.speedup is not None and p.efficiency is not None]
+                     if p.ranks > 1 and p.speedup is not None and p.efficiency is not None]
             if cells:
                 lines.append(f"  {chart.title} · {series.label}: " + ", ".join(cells))
     if not lines:
@@ -61,7 +61,7 @@ def scaling_text(charts: Sequence[plots.ScalingChart]) -> str:
 
 def _step_beyond(point: plots.ScalingPoint, one: plots.ScalingPoint | None) -> str:
     """'; a step 1.92 ms against 496 µs, +1.42 ms ...': measured per-step times, and what the
-    N-worker step spends beyond the 1-worker one (the same work per rank, plus the gradient
+    N-rank step spends beyond the 1-rank one (the same work per rank, plus the gradient
     collective and the host work around it)."""
     if one is None or point.step_seconds is None or one.step_seconds is None:
         return ""
@@ -149,8 +149,8 @@ def engines_text(comparisons: Sequence[EngineComparison]) -> str:
     none): a reader tells a strategy's overhead apart from its engine's."""
     if not comparisons:
         return ""
-    units = {worker_unit(comparison.device) for comparison in comparisons}
-    unit = units.pop() if len(units) == 1 else "worker"
+    units = {rank_unit(comparison.device) for comparison in comparisons}
+    unit = units.pop() if len(units) == 1 else "rank"
     return "\n".join([f"speed per {unit} across strategies (images/s per {unit}; the "
                       f"1-{unit} ratio is the engines', what changes at N the strategies'):",
                       *(f"  {comparison.text()}" for comparison in comparisons)])

@@ -12,7 +12,7 @@ The types
     ``finished`` / ``interrupted``), the number of planned cases and when it started.
 ``CaseResult``
     One case of a run, keyed by ``(run_id, case_id)``. What defines the case
-    (``algorithm``, ``task``, ``backend``, ``device``, ``workers``, ``strategy``,
+    (``algorithm``, ``task``, ``backend``, ``device``, ``ranks``, ``strategy``,
     ``dataset``, ``params``), ``status`` (``"ok"`` or ``"failed"``) with ``failure``
     (``FailureKind``) and a one-line ``reason``; ``timings`` (one ``PhaseTiming`` per
     phase: ``startup``, ``load``, ``place``, ``fit``, ``predict``, ``epoch``), ``repeats`` and
@@ -29,13 +29,13 @@ The types
     the store) and ``repeat_prediction_digests`` (the digest of the predictions of every
     counted repeat, for run-to-run identity); ``peak_host_memory_bytes``,
     ``peak_gpu_memory_bytes`` (``None`` without a GPU), ``worker_peak_memory_bytes`` (the peak
-    resident memory of each worker process of a case trained on several workers) and
-    ``workers_started_by`` (what started those workers: ``local-processes``, ``srun``,
+    resident memory of each dask worker process of a classical case trained on several
+    ranks) and ``workers_started_by`` (what started those workers: ``local-processes``, ``srun``,
     ``mpirun``); ``threads``; ``environment``
     (``Environment``, whose ``env_hash`` names it); ``dataset_info`` (``DatasetInfo``:
     digest, shape, dtype, memory layout); ``dl`` (``DLMeasurements`` for Keras cases:
     per-epoch times, loss and accuracy, images/s, per-rank weight digests, global batch
-    = per-worker batch x workers); ``boosting`` (``BoostingRounds`` for boosting fits whose
+    = per-rank batch x ranks); ``boosting`` (``BoostingRounds`` for boosting fits whose
     backend times its rounds apart from its set-up: the rounds trained and the median
     set-up and per-round seconds).
 ``PhaseTiming``
@@ -70,7 +70,7 @@ from datetime import UTC, datetime
 from enum import Enum
 
 from accelml.cases import ISOLATED, Case, Container, JSONScalar, canonical_json, case_label
-from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data
+from accelml.convert import OBJECT, OMIT_NONE, OPTIONAL_OBJECT, JSONRecord, JSONValue, from_data, stored_as
 
 SCHEMA_VERSION = 2
 """2: a case result says how it was measured (``measurement``, ``turn_group``: interleaved
@@ -434,17 +434,18 @@ class DLMeasurements(JSONRecord):
 
     ``epochs`` holds every epoch including the first; ``warmup_epochs`` of them are left out of
     the ``epoch`` PhaseTiming and of ``images_per_second``. ``global_batch_size`` is always
-    ``per_worker_batch_size * workers``.
+    ``per_rank_batch_size * ranks``. (``per_rank_batch_size`` and ``ranks`` are stored as
+    ``per_worker_batch_size`` and ``workers``, their names before.)
     """
 
     model: str
     epochs: tuple[EpochMeasurement, ...]
-    per_worker_batch_size: int
-    workers: int
+    per_rank_batch_size: int = field(metadata=stored_as("per_worker_batch_size"))
+    ranks: int = field(metadata=stored_as("workers"))
     learning_rate: float
     images_per_second: float
     warmup_epochs: int = 1
-    strategy: str | None = None          # "horovod", "mirrored", "jax", None for one worker
+    strategy: str | None = None          # "horovod", "mirrored", "jax", None for one rank
     lr_scaling: str = "linear"           # "none", "linear", "sqrt"
     rank_weight_digests: tuple[str, ...] = ()   # final weights of each rank (sha256)
     final_loss: float | None = None
@@ -459,7 +460,7 @@ class DLMeasurements(JSONRecord):
 
     @property
     def global_batch_size(self) -> int:
-        return self.per_worker_batch_size * self.workers
+        return self.per_rank_batch_size * self.ranks
 
     @property
     def ranks_identical(self) -> bool | None:
@@ -523,7 +524,7 @@ class CaseResult(JSONRecord):
     dataset: str
     status: str                                   # "ok" or "failed"
     task: str = ""
-    workers: int = 1
+    ranks: int = field(default=1, metadata=stored_as("workers"))   # stored as its name before
     strategy: str | None = None
     params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OBJECT)
     library_params: tuple[tuple[str, JSONScalar], ...] = field(default=(), metadata=OPTIONAL_OBJECT)
@@ -540,8 +541,8 @@ class CaseResult(JSONRecord):
     repeat_prediction_digests: tuple[str, ...] = ()
     peak_host_memory_bytes: int | None = None
     peak_gpu_memory_bytes: int | None = None
-    worker_peak_memory_bytes: tuple[int, ...] = ()   # each worker process's, on several workers
-    workers_started_by: str = ""                  # local-processes | srun | mpirun (several workers)
+    worker_peak_memory_bytes: tuple[int, ...] = ()   # each dask worker process's, on several ranks
+    workers_started_by: str = ""                  # local-processes | srun | mpirun (dask workers)
     threads: int | None = None
     thread_pools: tuple[tuple[str, int], ...] = ()   # (threadpoolctl api/library, num_threads)
     environment: Environment | None = None
@@ -592,7 +593,7 @@ class CaseResult(JSONRecord):
         lines = [line for line in reason.strip().splitlines() if line.strip()]
         return cls(
             run_id=run_id, case_id=case.case_id, algorithm=case.algorithm, backend=case.backend,
-            device=case.device, dataset=case.dataset.name, workers=case.workers,
+            device=case.device, dataset=case.dataset.name, ranks=case.ranks,
             strategy=case.strategy, params=case.params, library_params=case.library_params,
             status=cls.FAILED, failure=failure,
             reason=lines[0].strip() if lines else "", timings=timings,
@@ -610,7 +611,7 @@ class CaseResult(JSONRecord):
     def label(self) -> str:
         """The case's one name, as its spec ``Case`` has it (:func:`accelml.cases.case_label`).
 
-        >>> CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", workers=2,
+        >>> CaseResult("r", "c", "kmeans", "sklearn", "cpu", "blobs", "ok", ranks=2,
         ...            params=(("n_clusters", 3),)).label
         'kmeans/sklearn/cpu x2 on blobs (n_clusters=3)'
         """

@@ -82,6 +82,7 @@ LOGS_DIR = "logs"
 BUSY_TIMEOUT_MS = 60_000
 SQLITE_HEADER = b"SQLite format 3\x00"
 
+# cases.workers holds CaseResult.ranks: the column keeps the name it had before the rename.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -541,7 +542,7 @@ class ResultsStore:
             cursor = connection.execute(
                 "INSERT OR IGNORE INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (result.run_id, result.case_id, result.status, result.algorithm, result.backend,
-                 result.device, result.workers, result.dataset, result.env_hash,
+                 result.device, result.ranks, result.dataset, result.env_hash,
                  result.finished_at, result.to_json()),
             )
             return cursor.rowcount == 1

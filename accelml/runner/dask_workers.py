@@ -1,6 +1,6 @@
 """Train a classical case on N workers of a dask cluster that the case process starts itself.
 
-A case with ``workers = N > 1`` whose backend trains the algorithm on several workers (its
+A case with ``ranks = N > 1`` whose backend trains the algorithm on several workers (its
 implementation names an ``on_workers`` estimator, e.g. ``xgboost.dask``'s) is measured here,
 in its own case process like every case. That process starts a private dask cluster of N
 worker processes, partitions the data over them, trains through
@@ -8,7 +8,7 @@ worker processes, partitions the data over them, trains through
 cluster down. The cluster belongs to the case rather than to the comparison's executor: a
 case's workers must not be shared with other cases nor outlive it, and a job-queue job
 already holds the N ranks of a multi-rank case (:class:`accelml.executors.resources.CaseNeeds`
-gives such a case ``ranks = workers``), exactly as for a multi-rank deep-learning case.
+gives such a case ``ranks = N``, one dask worker a rank), exactly as for a multi-rank deep-learning case.
 
 How the workers start (:func:`launcher`):
 
@@ -256,7 +256,7 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
 
     task = task_of(case.algorithm)
     how = launcher()
-    threads = threads_per_worker(context.threads, case.workers, how)
+    threads = threads_per_worker(context.threads, case.ranks, how)
     params: dict[str, object] = dict(case.params_dict)
     implementation = get_backend(case.backend).implementations[case.algorithm]
     if "n_jobs" in implementation.params and "n_jobs" not in params:
@@ -273,7 +273,7 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
         raise AccelmlError(f"{case.algorithm} trains on labelled data; dataset "
                            f"{case.dataset.name!r} has no labels")
     library = implementation.on_workers.partition(":")[0]
-    with dask_cluster(case.workers, threads, case.device, how, context.workdir) as client:
+    with dask_cluster(case.ranks, threads, case.device, how, context.workdir) as client:
         addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
         client.run(importlib.import_module, library)   # imported before any clock starts
         if split.clock is not None:

@@ -34,7 +34,7 @@ first thing in it); every Horovod rank inherits them from ``horovodrun``/``srun`
 rank calls :func:`apply_tensorflow` before building its model.
 
 >>> from types import SimpleNamespace
->>> case = SimpleNamespace(algorithm="kmeans", backend="sklearn", device="cpu", workers=1,
+>>> case = SimpleNamespace(algorithm="kmeans", backend="sklearn", device="cpu", ranks=1,
 ...                        strategy=None, params=(("n_clusters", 3),), seed=7, threads=2)
 >>> settings = settings_for(case)
 >>> dict(settings.params)["random_state"], dict(settings.environment)["OMP_NUM_THREADS"]

@@ -108,8 +108,8 @@ class CaseTask:
         return self.case.device
 
     @property
-    def workers(self) -> int:
-        return self.case.workers
+    def ranks(self) -> int:
+        return self.case.ranks
 
     @property
     def strategy(self) -> str | None:
@@ -303,17 +303,17 @@ def ranks_started_from_the_host(case: Case) -> bool:
     container such a case process stays on the host and each rank runs in the image.
 
     >>> from accelml.cases import DatasetSpec
-    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("digits", "shipped"), workers=2,
+    >>> case = Case("mlp", "keras", "cpu", DatasetSpec("digits", "shipped"), ranks=2,
     ...             strategy="horovod", params=(("launcher", "mpirun"),))
     >>> ranks_started_from_the_host(case), ranks_started_from_the_host(Case("mlp", "keras", "cpu",
-    ...     DatasetSpec("digits", "shipped"), workers=2, strategy="horovod"))
+    ...     DatasetSpec("digits", "shipped"), ranks=2, strategy="horovod"))
     (True, False)
     """
     strategy = STRATEGIES_POINT.find(case.strategy) if case.strategy else None
-    if strategy is None or case.workers == 1:
+    if strategy is None or case.ranks == 1:
         return False
     named = case.params_dict.get("launcher")
-    launcher = named if isinstance(named, str) else default_launcher(strategy, case.workers)
+    launcher = named if isinstance(named, str) else default_launcher(strategy, case.ranks)
     return launcher not in ONE_HOST_LAUNCHERS
 
 

@@ -264,7 +264,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             # this seeds Python's and NumPy's global generators.
             apply_deterministic_mode(case, threads=threads)
         measurer = get_backend(case.backend).measurer or (
-            measure_on_workers if case.workers > 1 else measure_estimator)
+            measure_on_workers if case.ranks > 1 else measure_estimator)
         with GPUMemorySampler() as gpu_memory:
             if threads is not None:
                 with threadpool_limits(limits=threads):
@@ -289,7 +289,7 @@ def run_case(inputs: CaseInput) -> CaseDocument:
         result = CaseResult(
             run_id=inputs.run_id, case_id=case.case_id, algorithm=case.algorithm,
             backend=case.backend, device=case.device, dataset=case.dataset.name,
-            workers=case.workers, strategy=case.strategy, params=case.params,
+            ranks=case.ranks, strategy=case.strategy, params=case.params,
             library_params=case.library_params, started_at=started_at, attempts=attempts,
             container=case.container, status=CaseResult.OK, task=task,
             timings=(PhaseTiming.from_samples("startup", [startup]),) + measured.timings,

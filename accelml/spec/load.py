@@ -465,14 +465,14 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                   else defaults["containers"])
 
     cases = []
-    for algorithm, backend, device, workers, strategy, dataset_name in itertools.product(
+    for algorithm, backend, device, ranks, strategy, dataset_name in itertools.product(
             algorithm_values, backend_values, device_values, rank_values, strategy_values,
             dataset_values):
         for combination, container in itertools.product(
                 itertools.product(*grid_axes) if grid_axes else [()], containers):
             case_params = {**params, **dict(combination)}
             if deep:
-                _check_training(spec, where, algorithm, backend, device, workers, strategy,
+                _check_training(spec, where, algorithm, backend, device, ranks, strategy,
                                 datasets[dataset_name], case_params)
             else:
                 if backend not in implemented.get(algorithm, ()):
@@ -483,7 +483,7 @@ def _cases(spec: _Spec, index: int, table: Any, datasets: dict[str, DatasetSpec]
                               library_params.get(backend, {}))
             cases.append(Case(
                 algorithm=algorithm, backend=backend, device=device,
-                dataset=datasets[dataset_name], workers=workers,
+                dataset=datasets[dataset_name], ranks=ranks,
                 strategy=None if strategy == "none" else strategy,
                 params=tuple(sorted(case_params.items())), repeats=repeats,
                 library_params=tuple(sorted(library_params.get(backend, {}).items())),
@@ -558,11 +558,11 @@ def _check_params(spec: _Spec, where: str, algorithm: str, backend: str, device:
         raise spec.error(f"{where}.backend_params.{_key(backend)}", f"invalid library parameters: {error}") from None
 
 
-def _check_training(spec: _Spec, where: str, model: str, backend: str, device: str, workers: int,
+def _check_training(spec: _Spec, where: str, model: str, backend: str, device: str, ranks: int,
                     strategy: str, dataset: DatasetSpec, params: dict[str, Any]) -> None:
     """Validate a training case through its backend's own check (``Backend.check_case``)."""
     probe = Case(algorithm=model, backend=backend, device=device, dataset=dataset,
-                 workers=workers, strategy=strategy, params=tuple(sorted(params.items())))
+                 ranks=ranks, strategy=strategy, params=tuple(sorted(params.items())))
     check_case = BACKENDS.get(backend).check_case
     if check_case is None:
         return

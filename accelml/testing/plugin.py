@@ -70,7 +70,7 @@ def accelml_deterministic(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     seed = request.config.getoption("--accelml-seed")
     python_state, numpy_state = random.getstate(), np.random.get_state()
     process = settings_for(SimpleNamespace(algorithm="", backend="sklearn", device="cpu",
-                                           workers=1, strategy=None, params=(), seed=seed,
+                                           ranks=1, strategy=None, params=(), seed=seed,
                                            threads=None))
     for name, value in process.environment:
         monkeypatch.setenv(name, value)

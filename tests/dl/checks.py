@@ -18,7 +18,7 @@ def assert_learning_rates_follow_warmup(result: TrainingResult, config: Training
     """Each epoch's recorded learning rate (at its last step) is the warm-up formula's."""
     steps = result.steps_per_epoch
     for record in result.epochs:
-        expected = warmup_learning_rate(result.learning_rate, result.workers,
+        expected = warmup_learning_rate(result.learning_rate, result.ranks,
                                         config.warmup_epochs, record.epoch, steps - 1, steps)
         assert record.learning_rate == pytest.approx(expected, rel=1e-6)
     assert result.epochs[0].learning_rate < result.epochs[-1].learning_rate

@@ -29,7 +29,7 @@ def train(options: StepOptions) -> tuple[bool, list[np.ndarray], list[np.ndarray
     """Whether all devices agree, the trained weights (trainable, then moving statistics)
     and the initial ones."""
     devices = jax.devices()
-    workers = len(devices)
+    ranks = len(devices)
     mesh = Mesh(np.array(devices), ("batch",))
     split, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
     keras.utils.set_random_seed(0)
@@ -40,12 +40,12 @@ def train(options: StepOptions) -> tuple[bool, list[np.ndarray], list[np.ndarray
         keras.losses.SparseCategoricalCrossentropy(), mesh, BATCH, make_preprocess(None),
         options)
     rng = np.random.default_rng(1)
-    x = jax.device_put(rng.integers(0, 256, (workers, STEPS * BATCH, SIZE, SIZE, 3),
+    x = jax.device_put(rng.integers(0, 256, (ranks, STEPS * BATCH, SIZE, SIZE, 3),
                                     dtype=np.uint8), split)
-    y = jax.device_put(rng.integers(0, 10, (workers, STEPS * BATCH), dtype=np.int32), split)
-    order = jax.device_put(np.stack([np.arange(STEPS * BATCH)] * workers).astype(np.int32),
+    y = jax.device_put(rng.integers(0, 10, (ranks, STEPS * BATCH), dtype=np.int32), split)
+    order = jax.device_put(np.stack([np.arange(STEPS * BATCH)] * ranks).astype(np.int32),
                            split)
-    totals = jax.device_put(np.zeros((workers, 3), np.float32), split)
+    totals = jax.device_put(np.zeros((ranks, 3), np.float32), split)
     state = program.state
     for step in range(STEPS):
         state, totals = program.step(state, totals, x, y, order,
@@ -55,7 +55,7 @@ def train(options: StepOptions) -> tuple[bool, list[np.ndarray], list[np.ndarray
     # each device's own copy of every variable, one row per device
     trainable, stacked, _ = program.device_copies(state)
     rows = [np.asarray(v) for v in trainable + stacked]
-    agree = all(np.array_equal(row[0], row[d]) for row in rows for d in range(workers))
+    agree = all(np.array_equal(row[0], row[d]) for row in rows for d in range(ranks))
     trained = [row[0] for row in rows]
     by_id = {id(v): i for i, v in enumerate(model.trainable_variables + model.non_trainable_variables)}
     initial_in_order = [initial[[id(w) for w in model.weights].index(i)] for i in by_id]

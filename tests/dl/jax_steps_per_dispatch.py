@@ -16,7 +16,7 @@ def main(per_dispatch: list[int]) -> None:
     out = {}
     for count in per_dispatch:
         config = TrainingConfig(model="fashion_mnist_cnn", dataset="digits", strategy="jax-pmean",
-                                workers=2, batch_size=32, epochs=2, learning_rate=0.05,
+                                ranks=2, batch_size=32, epochs=2, learning_rate=0.05,
                                 steps_per_execution=count)
         result = train(config, data)
         out[str(count)] = {"path": result.path, "steps": result.steps_per_epoch,

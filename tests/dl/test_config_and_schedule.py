@@ -11,7 +11,7 @@ from accelml.errors import SpecError
 
 
 def test_global_batch_is_per_worker_times_workers():
-    config = TrainingConfig(strategy="horovod", workers=4, batch_size=256)
+    config = TrainingConfig(strategy="horovod", ranks=4, batch_size=256)
     assert config.global_batch_size == 1024
 
 
@@ -55,7 +55,7 @@ def test_keras_schedule_equals_formula_at_every_step():
 
     from accelml.dl.common import learning_rate_value, make_learning_rate
 
-    config = TrainingConfig(strategy="horovod", workers=4, learning_rate=0.01, warmup_epochs=2,
+    config = TrainingConfig(strategy="horovod", ranks=4, learning_rate=0.01, warmup_epochs=2,
                             lr_scaling="sqrt")
     steps = 6
     schedule = make_learning_rate(keras, keras.ops, config, steps)
@@ -67,8 +67,8 @@ def test_keras_schedule_equals_formula_at_every_step():
 
 @pytest.mark.parametrize("changes, message", [
     ({"strategy": "ring"}, "strategy must be one of"),
-    ({"workers": 0}, "workers must be an integer >= 1"),
-    ({"strategy": "single", "workers": 2}, "1 for strategy 'single'"),
+    ({"ranks": 0}, "ranks must be an integer >= 1"),
+    ({"strategy": "single", "ranks": 2}, "1 for strategy 'single'"),
     ({"lr_scaling": "cubic"}, "lr_scaling must be one of"),
     ({"cache": "disk"}, "needs cache_dir"),
     ({"strategy": "single", "keras_backend": "torch"},
@@ -115,7 +115,7 @@ def test_result_round_trips_and_excludes_first_epoch():
     epochs = tuple(EpochRecord(i, s, 1.0 / (i + 1), 0.5, 0.1, 100)
                    for i, s in enumerate([9.0, 1.0, 3.0]))
     result = TrainingResult(
-        strategy="horovod", model="mlp", dataset="digits", workers=2, batch_per_worker=32,
+        strategy="horovod", model="mlp", dataset="digits", ranks=2, batch_per_rank=32,
         global_batch=64, learning_rate=0.02, parameters=10, train_samples=200,
         test_samples=10, steps_per_epoch=3, epochs=epochs, test_loss=0.3, test_accuracy=0.9,
         weights_digest="a", rank_digests=("a", "a"), setup_s=1.0, data_s=0.1,
@@ -126,33 +126,33 @@ def test_result_round_trips_and_excludes_first_epoch():
     assert TrainingResult.from_dict(result.to_dict()) == result
 
 
-@pytest.mark.parametrize("strategy, workers, launcher, message", [
+@pytest.mark.parametrize("strategy, ranks, launcher, message", [
     ("multiworker", 2, "horovodrun", "launched with local-processes or srun"),
     ("horovod", 2, "local-processes", "launched with horovodrun or mpirun or srun"),
     ("horovod", 2, "pbsdsh", "launcher must be one of"),
 ])
-def test_launcher_must_fit_the_strategy(strategy, workers, launcher, message):
+def test_launcher_must_fit_the_strategy(strategy, ranks, launcher, message):
     from accelml.dl import launch
 
     with pytest.raises(SpecError, match=message):
-        launch(TrainingConfig(strategy=strategy, workers=workers), launcher=launcher)
+        launch(TrainingConfig(strategy=strategy, ranks=ranks), launcher=launcher)
 
 
 def test_rank_environment_passes_horovod_and_xla_settings_through():
     from accelml.dl.launch import rank_environment
 
-    env = rank_environment(TrainingConfig(strategy="horovod", workers=2, deterministic=True,
+    env = rank_environment(TrainingConfig(strategy="horovod", ranks=2, deterministic=True,
                                           horovod_timeline="t.json", horovod_cycle_time_ms=3.5))
     assert env["HOROVOD_TIMELINE"].endswith("t.json") and env["HOROVOD_FUSION_THRESHOLD"] == "0"
     assert env["HOROVOD_TIMELINE_MARK_CYCLES"] == "0" and env["HOROVOD_CYCLE_TIME"] == "3.5"
-    jax_env = rank_environment(TrainingConfig(strategy="jax-pmean", workers=4))
+    jax_env = rank_environment(TrainingConfig(strategy="jax-pmean", ranks=4))
     assert jax_env["KERAS_BACKEND"] == "jax"
     assert "--xla_force_host_platform_device_count=4" in jax_env["XLA_FLAGS"]
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in jax_env
-    gpu_env = rank_environment(TrainingConfig(strategy="jax-pmean", workers=2, device="gpu"))
+    gpu_env = rank_environment(TrainingConfig(strategy="jax-pmean", ranks=2, device="gpu"))
     assert gpu_env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"   # peak memory is the model's
     assert "xla_force_host_platform_device_count" not in gpu_env.get("XLA_FLAGS", "")
-    assert rank_environment(TrainingConfig(strategy="multiworker", workers=2))[
+    assert rank_environment(TrainingConfig(strategy="multiworker", ranks=2))[
         "TF_USE_LEGACY_KERAS"] == "1"
 
 
@@ -163,7 +163,7 @@ def test_rank_environment_passes_horovod_and_xla_settings_through():
 def test_keras_backend_picks_the_engine_its_ranks_run(strategy, keras_backend, engine):
     from accelml.dl.launch import rank_environment
 
-    config = TrainingConfig(strategy=strategy, workers=2, keras_backend=keras_backend)
+    config = TrainingConfig(strategy=strategy, ranks=2, keras_backend=keras_backend)
     assert config.engine == engine
     assert rank_environment(config)["KERAS_BACKEND"] == engine
     assert TrainingConfig.from_dict(config.to_dict()) == config
@@ -173,7 +173,7 @@ def test_torch_ddp_ranks_get_their_place_and_where_to_meet():
     from accelml.dl.launch import rank_environment
     from accelml.dl.strategies.torch_ddp import STRATEGY
 
-    env = rank_environment(TrainingConfig(strategy="torch-ddp", workers=2))
+    env = rank_environment(TrainingConfig(strategy="torch-ddp", ranks=2))
     assert env["MASTER_ADDR"] and env["MASTER_PORT"].isdigit()     # where srun's ranks meet
     local = STRATEGY.local_process_environment(1, ("localhost:4001", "localhost:4002"))
     assert local == {"MASTER_ADDR": "localhost", "MASTER_PORT": "4001", "RANK": "1",

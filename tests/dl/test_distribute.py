@@ -17,9 +17,9 @@ SMALL = TrainingConfig(model="mlp", dataset="digits", batch_size=32, epochs=3,
 
 
 def test_multiworker_with_two_local_processes():
-    result = launch(SMALL.replace(strategy="multiworker"), workers=2,
+    result = launch(SMALL.replace(strategy="multiworker"), ranks=2,
                     launcher="local-processes")
-    assert result.workers == 2 and result.global_batch == 64
+    assert result.ranks == 2 and result.global_batch == 64
     assert len(result.rank_digests) == 2 and result.ranks_agree
     assert result.backend == "tensorflow (tf_keras)"
     assert result.test_accuracy > 0.8
@@ -30,7 +30,7 @@ def test_mirrored_on_two_logical_cpu_devices():
     # small_resnet: BatchNorm moving statistics must agree across replicas too
     config = SMALL.replace(strategy="mirrored", model="small_resnet", epochs=2,
                            model_options={"blocks": 1, "width": 4})
-    result = launch(config, workers=2)
+    result = launch(config, ranks=2)
     assert result.devices == ("/cpu:0", "/cpu:1")
     assert len(result.rank_digests) == 2 and result.ranks_agree
     assert result.global_batch == 64 and result.epochs[-1].images == 64 * result.steps_per_epoch
@@ -65,7 +65,7 @@ def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
     assert out["tensorflow_imported"] is False
     for strategy in ("jax-pmean", "jax-dataparallel"):
         result = out[strategy]
-        assert result["backend"] == "jax" and result["workers"] == 1
+        assert result["backend"] == "jax" and result["ranks"] == 1
         assert len(result["epochs"]) == 3
         assert result["epochs"][-1]["loss"] < result["epochs"][0]["loss"]
         assert result["test_accuracy"] > 0.5
@@ -82,8 +82,8 @@ def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, 
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     config = SMALL.replace(strategy=strategy, model="small_resnet", epochs=2,
                            model_options={"blocks": 1, "width": 4}, **reduction)
-    result = launch(config, workers=2)
-    assert result.backend == "jax" and result.workers == 2 and result.global_batch == 64
+    result = launch(config, ranks=2)
+    assert result.backend == "jax" and result.ranks == 2 and result.global_batch == 64
     assert len(result.rank_digests) == 2 and result.ranks_agree
     assert result.epochs[-1].images == 64 * result.steps_per_epoch
     assert result.epochs[-1].loss < result.epochs[0].loss
@@ -92,6 +92,6 @@ def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, 
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_multiworker_under_srun_uses_the_slurm_cluster_resolver(slurm_available):
-    result = launch(SMALL.replace(strategy="multiworker", epochs=2), workers=2, launcher="srun")
+    result = launch(SMALL.replace(strategy="multiworker", epochs=2), ranks=2, launcher="srun")
     assert len(result.rank_digests) == 2 and result.ranks_agree
     assert result.global_batch == 64

@@ -29,7 +29,7 @@ BASE = TrainingConfig(model="mlp", dataset="digits", strategy="horovod", batch_s
 
 @pytest.fixture(scope="session")
 def one_rank(horovod_ready):
-    return launch(BASE, workers=1)          # one rank: hvd.init() alone, no horovodrun
+    return launch(BASE, ranks=1)          # one rank: hvd.init() alone, no horovodrun
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +38,7 @@ def two_ranks(horovod_ready, tmp_path_factory):
     config = BASE.replace(output_dir=str(root / "out"), checkpoints=True, tensorboard=True,
                           histogram_freq=1, save_model=True, warmup_epochs=2,
                           horovod_timeline=str(root / "timeline.json"))
-    result = launch(config, workers=2, launcher="horovodrun", work_dir=str(root / "work"))
+    result = launch(config, ranks=2, launcher="horovodrun", work_dir=str(root / "work"))
     return result, config, root
 
 
@@ -78,7 +78,7 @@ def test_a_crashing_rank_fails_the_run_with_its_error_in_bounded_time(horovod_re
     work = tmp_path / "work"
     started = time.monotonic()
     with pytest.raises(AccelmlError, match=r"rank 1 of 2 failed: AlreadyExistsError.*lockfile"):
-        launch(config, workers=2, launcher="horovodrun", grace_s=5, work_dir=str(work))
+        launch(config, ranks=2, launcher="horovodrun", grace_s=5, work_dir=str(work))
     assert time.monotonic() - started < 120
     # rank 0, blocked in an all-reduce its peer never joins, was killed too
     time.sleep(1)

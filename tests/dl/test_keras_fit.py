@@ -16,7 +16,7 @@ def test_keras_fit_trains_from_numpy_on_the_engine_asked_for(engine, image_size)
                             dataset="digits", batch_size=32, epochs=3, learning_rate=0.05,
                             seed=1, image_size=image_size, time_limit_s=240)
     result = launch(config)
-    assert result.backend == engine and result.workers == 1 and result.global_batch == 32
+    assert result.backend == engine and result.ranks == 1 and result.global_batch == 32
     assert dict(result.versions).keys() >= {"keras", "jax" if engine == "jax" else "torch"}
     assert [e.images for e in result.epochs] == [32 * result.steps_per_epoch] * 3
     assert result.epochs[-1].loss < result.epochs[0].loss
@@ -24,8 +24,8 @@ def test_keras_fit_trains_from_numpy_on_the_engine_asked_for(engine, image_size)
 
 
 def test_keras_fit_runs_on_one_device():
-    with pytest.raises(SpecError, match="workers must be 1 for strategy 'keras-fit'"):
-        TrainingConfig(strategy="keras-fit", workers=2)
+    with pytest.raises(SpecError, match="ranks must be 1 for strategy 'keras-fit'"):
+        TrainingConfig(strategy="keras-fit", ranks=2)
 
 
 @pytest.mark.slow

@@ -56,7 +56,7 @@ def _run_with_files(strategy: str, root, **changes) -> tuple:
     config = BASE.replace(strategy=strategy, output_dir=str(root / "out"), checkpoints=True,
                           tensorboard=True, histogram_freq=1, save_model=True, warmup_epochs=2,
                           **changes)
-    return launch(config, workers=2, work_dir=str(root / "work")), config, root
+    return launch(config, ranks=2, work_dir=str(root / "work")), config, root
 
 
 @pytest.fixture(scope="session")
@@ -113,15 +113,15 @@ def test_horovod_on_torch_writes_its_timeline(horovod_run):
 def test_deterministic_mode_repeats_bitwise(two_ranks, tmp_path):
     first, config, _ = two_ranks
     again = launch(config.replace(output_dir=str(tmp_path / "out"), horovod_timeline=None),
-                   workers=2)
+                   ranks=2)
     assert again.weights_digest == first.weights_digest
 
 
 @pytest.mark.slurm
 def test_torch_ddp_under_srun_meets_where_the_launcher_said(slurm_available):
     config = BASE.replace(model="mlp", model_options={}, epochs=2, deterministic=False)
-    result = launch(config, workers=2, launcher="srun")
-    assert len(result.rank_digests) == 2 and result.ranks_agree and result.workers == 2
+    result = launch(config, ranks=2, launcher="srun")
+    assert len(result.rank_digests) == 2 and result.ranks_agree and result.ranks == 2
 
 
 @pytest.mark.parametrize("strategy, record, collectives", [
@@ -140,7 +140,7 @@ def test_without_gradient_averaging_the_ranks_drift_apart(strategy, record, coll
     config = BASE.replace(strategy=name, model="mlp", model_options={}, epochs=1)
     with pytest.raises(AccelmlError, match=r"final weights differ between ranks/devices "
                                            r"\(0: (\w+), 1: (?!\1)\w+\)"):
-        launch(config, workers=2)
+        launch(config, ranks=2)
 
 
 SPEC = """
@@ -183,13 +183,13 @@ def test_compare_runs_both_strategies_on_one_and_two_workers(horovod_torch_ready
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     store = ResultsStore(results, create=False)
     run = store.latest_run()
-    found = {(r.strategy, r.workers): r for r in store.case_results(run.run_id)}
+    found = {(r.strategy, r.ranks): r for r in store.case_results(run.run_id)}
     assert sorted(found) == [("horovod", 1), ("horovod", 2), ("torch-ddp", 1), ("torch-ddp", 2)]
     for result in found.values():
         assert result.ok, result.reason
-        assert result.dl.ranks_identical is (None if result.workers == 1 else True)
+        assert result.dl.ranks_identical is (None if result.ranks == 1 else True)
         assert result.dl.test_accuracy > 0.85
-    cases = {r.case_id: (r.strategy, r.workers) for r in found.values()}
+    cases = {r.case_id: (r.strategy, r.ranks) for r in found.values()}
     pairs = {cases[e.b.case_id]: cases[e.a.case_id]
              for e in agreement_matrix(store, run.run_id).cross_scale}
     assert pairs == {("horovod", 2): ("horovod", 1), ("torch-ddp", 2): ("torch-ddp", 1)}

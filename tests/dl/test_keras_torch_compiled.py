@@ -37,10 +37,10 @@ TOLERANCE = 1e-5
 """Largest difference allowed between a compiled run's weights and the eager run's."""
 
 
-def _run(tmp_path_factory, name: str, workers: int = 1, **changes):
+def _run(tmp_path_factory, name: str, ranks: int = 1, **changes):
     root = tmp_path_factory.mktemp(name)
-    config = BASE.replace(workers=workers, output_dir=str(root / "out"), **changes)
-    result = launch(config, workers=workers, work_dir=str(root / "work"))
+    config = BASE.replace(ranks=ranks, output_dir=str(root / "out"), **changes)
+    result = launch(config, ranks=ranks, work_dir=str(root / "work"))
     return result, saved_model_weights(root / "out")
 
 
@@ -75,8 +75,8 @@ def test_compiled_step_trains_to_the_eager_weights_on_one_rank(compiled_one, eag
 @pytest.mark.torch_ddp
 @pytest.mark.slow
 def test_compiled_step_on_two_ddp_ranks_keeps_ranks_identical(tmp_path_factory):
-    eager = _run(tmp_path_factory, "eager-2", workers=2, step_capture="none")
-    compiled = _run(tmp_path_factory, "compiled-2", workers=2, step_capture="compiled")
+    eager = _run(tmp_path_factory, "eager-2", ranks=2, step_capture="none")
+    compiled = _run(tmp_path_factory, "compiled-2", ranks=2, step_capture="compiled")
     result, _ = compiled
     assert result.path.startswith("Inductor-compiled forward and loss")
     assert len(result.rank_digests) == 2 and len(set(result.rank_digests)) == 1

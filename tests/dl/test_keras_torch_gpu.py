@@ -28,10 +28,10 @@ BASE = TrainingConfig(model="small_resnet", model_options={"blocks": 2, "width":
                       deterministic=True, seed=5, time_limit_s=300)
 
 
-def _both(config: TrainingConfig, workers: int, tmp_path):
-    eager = launch(config.replace(step_capture="none"), workers=workers,
+def _both(config: TrainingConfig, ranks: int, tmp_path):
+    eager = launch(config.replace(step_capture="none"), ranks=ranks,
                    work_dir=str(tmp_path / "eager"))
-    captured = launch(config.replace(step_capture="cuda-graph"), workers=workers,
+    captured = launch(config.replace(step_capture="cuda-graph"), ranks=ranks,
                       work_dir=str(tmp_path / "captured"))
     return eager, captured
 
@@ -57,7 +57,7 @@ def test_captured_steps_average_across_two_gpus(gpus, strategy, request, tmp_pat
     if len(gpus) < 2:
         pytest.skip(f"needs 2 GPUs, found {len(gpus)}")
     _horovod_or_skip(strategy, request)
-    eager, captured = _both(BASE.replace(strategy=strategy, workers=2), 2, tmp_path)
+    eager, captured = _both(BASE.replace(strategy=strategy, ranks=2), 2, tmp_path)
     assert len(set(captured.rank_digests)) == 1 and len(captured.rank_digests) == 2
     assert captured.weights_digest == eager.weights_digest
     assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
@@ -67,20 +67,20 @@ COMPILED_TOLERANCE = 1e-4
 """Largest difference allowed between compiled and eager weights after BASE's 3 epochs."""
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_compiled_steps_train_as_eager_steps(gpus, workers, tmp_path):
-    if len(gpus) < workers:
-        pytest.skip(f"needs {workers} GPUs, found {len(gpus)}")
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_compiled_steps_train_as_eager_steps(gpus, ranks, tmp_path):
+    if len(gpus) < ranks:
+        pytest.skip(f"needs {ranks} GPUs, found {len(gpus)}")
     runs = {}
     for capture in ("none", "compiled"):
-        config = BASE.replace(workers=workers, step_capture=capture, save_model=True,
+        config = BASE.replace(ranks=ranks, step_capture=capture, save_model=True,
                               output_dir=str(tmp_path / capture / "out"))
-        runs[capture] = (launch(config, workers=workers, work_dir=str(tmp_path / capture)),
+        runs[capture] = (launch(config, ranks=ranks, work_dir=str(tmp_path / capture)),
                          saved_model_weights(tmp_path / capture / "out"))
     (compiled, weights), (eager, eager_weights) = runs["compiled"], runs["none"]
     assert compiled.path.startswith("Inductor-compiled forward and loss (asked: "), compiled.path
     assert "CUDA graph" in compiled.path
-    assert len(set(compiled.rank_digests)) == 1 and len(compiled.rank_digests) == workers
+    assert len(set(compiled.rank_digests)) == 1 and len(compiled.rank_digests) == ranks
     assert largest_difference(weights, eager_weights) <= COMPILED_TOLERANCE
     assert [e.loss for e in compiled.epochs] == pytest.approx([e.loss for e in eager.epochs],
                                                               rel=1e-4)

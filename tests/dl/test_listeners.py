@@ -69,7 +69,7 @@ def run_watched(config: TrainingConfig, launcher: str):
 
     def run() -> None:
         try:
-            outcome["result"] = launch(config, workers=2, launcher=launcher)
+            outcome["result"] = launch(config, ranks=2, launcher=launcher)
         except BaseException as error:  # noqa: BLE001 (reported below)
             outcome["error"] = error
 
@@ -121,7 +121,7 @@ RANK_ON_THE_JOB_INTERFACE = """
 import sys, torch
 from accelml.dl import TrainingConfig
 from accelml.dl.strategies.torch_ddp import connect
-collectives = connect(TrainingConfig(strategy="torch-ddp", workers=2, time_limit_s=120))
+collectives = connect(TrainingConfig(strategy="torch-ddp", ranks=2, time_limit_s=120))
 total = collectives.total(torch.ones(1))
 print("ready", float(total[0]), flush=True)
 sys.stdin.read()

@@ -29,7 +29,7 @@ def test_multiworker_chief_writes_and_the_other_worker_leaves_nothing(tmp_path):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     result = launch(WRITES_EVERYTHING.replace(strategy="multiworker", output_dir=str(tmp_path / "out")),
-                    workers=2, launcher="local-processes", extra_env={"TMPDIR": str(scratch)})
+                    ranks=2, launcher="local-processes", extra_env={"TMPDIR": str(scratch)})
     assert _written(result.files) == EXPECTED | {"tensorboard"}
     assert list(scratch.iterdir()) == []
 
@@ -37,6 +37,6 @@ def test_multiworker_chief_writes_and_the_other_worker_leaves_nothing(tmp_path):
 def test_jax_writes_log_checkpoints_tensorboard_and_model(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     result = launch(WRITES_EVERYTHING.replace(strategy="jax-pmean", output_dir=str(tmp_path / "out")),
-                    workers=2)
+                    ranks=2)
     assert _written(result.files) == EXPECTED | {"tensorboard"}
     assert (tmp_path / "out" / "training_log.csv").read_text().count("\n") == 3

@@ -30,7 +30,7 @@ lr_scaling = "linear"
 def test_keras_case_becomes_a_training_config():
     (case,) = load_spec_text(SPEC, "dl.toml").cases
     config = dl_config.TrainingConfig.from_dict(training_config_dict(case))
-    assert (config.model, config.dataset, config.strategy, config.workers) == (
+    assert (config.model, config.dataset, config.strategy, config.ranks) == (
         "mlp", "fashion_mnist", "horovod", 2)
     assert (config.batch_size, config.global_batch_size, config.epochs) == (16, 32, 3)
     assert config.scaled_learning_rate == pytest.approx(0.04)
@@ -43,12 +43,12 @@ def test_training_result_becomes_epoch_timings_without_the_first_epoch():
                                          learning_rate=0.04, images=512)
                    for i, s in enumerate([5.0, 1.0, 1.1]))
     result = dl_config.TrainingResult(
-        strategy="horovod", model="mlp", dataset="fashion_mnist", workers=2, batch_per_worker=16,
+        strategy="horovod", model="mlp", dataset="fashion_mnist", ranks=2, batch_per_rank=16,
         global_batch=32, learning_rate=0.04, parameters=100, train_samples=512, test_samples=128,
         steps_per_epoch=16, epochs=epochs, test_loss=0.7, test_accuracy=0.6, weights_digest="w",
         rank_digests=("w", "w"), setup_s=1.0, data_s=0.2, backend="tensorflow", versions=())
     measured = measurements_from_training(result, dl_config.TrainingConfig(
-        model="mlp", strategy="horovod", workers=2, batch_size=16))
+        model="mlp", strategy="horovod", ranks=2, batch_size=16))
     (epoch,) = [t for t in measured.timings if t.phase == "epoch"]
     assert epoch.samples == (1.0, 1.1) and epoch.warmup_samples == (5.0,)
     assert measured.dl.global_batch_size == 32 and measured.dl.ranks_identical

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.gpu
 
 def _case(gpus: int) -> Case:
     return Case("mlp", "keras", "cuda", DatasetSpec("d", "shipped", (("name", "digits"),)),
-                workers=gpus, strategy="torch-ddp")
+                ranks=gpus, strategy="torch-ddp")
 
 
 def _name(item):
@@ -28,7 +28,7 @@ def _name(item):
 
 def test_more_gpus_than_the_machine_has_is_unavailable_and_the_rest_run(gpus):
     ensure_scale([_case(len(gpus)), _case(len(gpus) + 1)], None)   # no refusal
-    items = [SimpleNamespace(name=str(n), device="cuda", workers=n, strategy="torch-ddp",
+    items = [SimpleNamespace(name=str(n), device="cuda", ranks=n, strategy="torch-ddp",
                              oversubscribe=False) for n in (len(gpus), len(gpus) + 1)]
     with LocalExecutor(jobs=1) as executor:
         outcomes = {o.item.name: o for o in executor.map(_name, items)}
@@ -40,7 +40,7 @@ def test_more_gpus_than_the_machine_has_is_unavailable_and_the_rest_run(gpus):
 
 
 def test_oversubscribed_case_shares_the_gpus_there_are(gpus):
-    item = SimpleNamespace(name="shared", device="cuda", workers=len(gpus) + 1,
+    item = SimpleNamespace(name="shared", device="cuda", ranks=len(gpus) + 1,
                            strategy="torch-ddp", oversubscribe=True)
     with LocalExecutor(jobs=1) as executor:
         [outcome] = list(executor.map(_name, [item]))

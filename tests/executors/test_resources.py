@@ -43,10 +43,10 @@ def test_queue_is_partition_and_lists_stay_lists():
 
 def test_needs_read_off_the_runner_task():
     data = DatasetSpec("d", "generated")
-    horovod = CaseTask(case=Case("mlp", "keras", "cuda", data, workers=4, strategy="horovod",
+    horovod = CaseTask(case=Case("mlp", "keras", "cuda", data, ranks=4, strategy="horovod",
                                  time_limit_s=60.0), run_id="r", threads=2)
     assert CaseNeeds.of_case(horovod) == CaseNeeds(cores=2, gpus=4, ranks=4, seconds=60.0)
-    mirrored = CaseTask(case=Case("mlp", "keras", "cuda", data, workers=2, strategy="mirrored"),
+    mirrored = CaseTask(case=Case("mlp", "keras", "cuda", data, ranks=2, strategy="mirrored"),
                         run_id="r")
     assert CaseNeeds.of_case(mirrored) == CaseNeeds(cores=1, gpus=2, ranks=1, seconds=600.0)
     cpu = CaseTask(case=Case("kmeans", "sklearn", "cpu", data, memory_limit_mb=4096), run_id="r")
@@ -86,7 +86,7 @@ def test_jobs_are_shared_among_pools_at_least_one_each_never_more_than_cases():
 
 
 def test_case_objects_from_the_spec_give_the_same_needs_as_tasks():
-    spec_case = SimpleNamespace(device="cuda", workers=2, strategy="multiworker", threads=None,
+    spec_case = SimpleNamespace(device="cuda", ranks=2, strategy="multiworker", threads=None,
                                 memory_limit_mb=None, time_limit_s=None)
     assert CaseNeeds.of_case(spec_case) == CaseNeeds(gpus=2, ranks=2)
 

@@ -135,7 +135,7 @@ def test_oversubscription_asked_for_passes_the_check_and_is_flagged(faults, tmp_
     from accelml.report.table import Row, legend, render_text
 
     row = Row(case_id="c", algorithm="mlp", dataset="d", backend="keras", device="cpu",
-              workers=cores + 1, params={"oversubscribe": True}, fit=None, predict=None,
+              ranks=cores + 1, params={"oversubscribe": True}, fit=None, predict=None,
               epoch=None, speedup=None, speedup_low=None, speedup_high=None, score_name=None,
               score=None, agreement=None, status="ok", reason="", noisy=False,
               is_reference=True, oversubscribed=True)

@@ -47,3 +47,14 @@ def test_missing_keys_take_the_defaults():
 def test_expectation_and_policy_data():
     assert Expectation(False, "why").to_dict() == {"bitwise": False, "reason": "why"}
     assert RepeatPolicy.from_dict(RepeatPolicy(3, 3).to_dict()) == RepeatPolicy(3, 3)
+
+
+def test_a_case_on_several_ranks_keeps_the_id_and_data_it_had_as_workers():
+    """``Case.ranks`` was ``workers``: the id hashes it under that key and the stored case keeps
+    it (a store and a ``--resume`` of a run begun before the rename find their cases)."""
+    case = Case("mlp", "keras", "cuda", DatasetSpec("digits", "shipped"), ranks=4,
+                strategy="horovod", params=(("epochs", 2),))
+    assert case.case_id == "15b9ad1403e36484"   # what main wrote for workers=4 before the rename
+    assert case.to_dict()["workers"] == 4 and "ranks" not in case.to_dict()
+    assert Case.from_dict(case.to_dict()) == case
+    assert Case.from_dict({key: value for key, value in case.to_dict().items() if key != "case_id"}) == case

@@ -113,7 +113,7 @@ def test_compare_sklearn_and_acme_end_to_end(acme, tmp_path):
 
 
 def test_its_record_answers_the_expectations_in_process(acme):
-    ours = SimpleNamespace(algorithm="knn_classifier", backend="acme", device="cpu", workers=1,
+    ours = SimpleNamespace(algorithm="knn_classifier", backend="acme", device="cpu", ranks=1,
                            strategy=None, params=(("n_neighbors", 5),), dataset="iris")
     stock = SimpleNamespace(**{**vars(ours), "backend": "sklearn"})
     assert run_to_run_expectation(ours, deterministic=False).reason == REPEATS
@@ -161,7 +161,7 @@ def test_a_backend_without_a_rule_for_every_parameter_is_listed_broken(install_p
 
 def test_a_backend_not_installed_here_is_not_expected_to_repeat_bitwise():
     gone = SimpleNamespace(algorithm="knn_classifier", backend="uninstalled", device="cpu",
-                           workers=1, strategy=None, params=(), dataset="iris")
+                           ranks=1, strategy=None, params=(), dataset="iris")
     expectation = run_to_run_expectation(gone)
     assert not expectation.bitwise and "not installed here" in expectation.reason
 

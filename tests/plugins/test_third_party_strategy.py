@@ -63,8 +63,8 @@ ACME_FIT = '''
         test_loss, test_accuracy = model.evaluate(x_test, data.y_test, verbose=0)
         digest = weights_digest(model.get_weights())
         return TrainingResult(
-            strategy=config.strategy, model=config.model, dataset=data.name, workers=1,
-            batch_per_worker=config.batch_size, global_batch=config.batch_size,
+            strategy=config.strategy, model=config.model, dataset=data.name, ranks=1,
+            batch_per_rank=config.batch_size, global_batch=config.batch_size,
             learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
             train_samples=len(x_train), test_samples=len(x_test),
             steps_per_epoch=-(-len(x_train) // config.batch_size), epochs=tuple(epochs),
@@ -82,7 +82,7 @@ ACME_FIT = '''
         determinism=Determinism(Expectation(True, REASON),
                                 environment=lambda threads: {"ACME_FIT_SEEDED": "1"}),
         libraries=("keras", "jax"),
-        max_workers=1,
+        max_ranks=1,
     )
 '''
 
@@ -120,7 +120,7 @@ def test_the_registry_lists_and_probes_it(acme_fit):
     assert STRATEGIES_POINT.origin("acme-fit") == "acme_fit:STRATEGY"
     rows = {row.name: row for row in strategy_availability()}
     assert rows["strategy acme-fit"].available, rows["strategy acme-fit"].detail
-    with pytest.raises(SpecError, match="training workers must be 1 for strategy 'acme-fit'"):
+    with pytest.raises(SpecError, match="training ranks must be 1 for strategy 'acme-fit'"):
         load_spec_text(SPEC.replace("batch_size = 64", "batch_size = 64\nranks = 2"), "w.toml")
 
 

@@ -3,7 +3,7 @@
 The classical run times real scikit-learn and scikit-learn-intelex fits on sklearn's digits
 (5 repeats after a warm-up), keeps their predictions, and has two failed cases whose reasons
 come from a real failure (a ValueError, and a process killed at its time limit). The DL run
-has the shape of a Horovod scaling run on 1, 2 and 4 workers; its epoch times are measured
+has the shape of a Horovod scaling run on 1, 2 and 4 ranks; its epoch times are measured
 from what one rank does per epoch (an MLP trained with ``partial_fit`` on a 1/N shard of the
 data), and its 8-worker case failed. The "other" run is the classical run as measured on a
 second machine that is exactly twice as slow for sklearnex and twice as fast for sklearn, with
@@ -202,10 +202,10 @@ def _dl_cases(store, run_id, environment):
                        task="classification", n_train=len(X), n_test=len(X), n_features=64,
                        n_classes=10, dtype="float32", layout="C", feature_shape=(8, 8, 1))
     cases = []
-    for workers in (1, 2, 4):
-        shard_X, shard_y = X[0::workers], y[0::workers]     # rank 0's shard
+    for ranks in (1, 2, 4):
+        shard_X, shard_y = X[0::ranks], y[0::ranks]     # rank 0's shard
         model = MLPClassifier(hidden_layer_sizes=(32,), random_state=0, batch_size=32,
-                              learning_rate_init=1e-3 * workers)
+                              learning_rate_init=1e-3 * ranks)
         epochs = []
         for epoch in range(5):
             start = time.perf_counter()
@@ -219,25 +219,25 @@ def _dl_cases(store, run_id, environment):
         predictions = model.predict(X)
         digest = store.put_array(predictions)
         dl = DLMeasurements(
-            model="mlp", epochs=tuple(epochs), per_worker_batch_size=32, workers=workers,
-            learning_rate=1e-3 * workers, images_per_second=len(X) / timing.median,
-            strategy="horovod" if workers > 1 else None,
-            rank_weight_digests=(hashlib.sha256(model.coefs_[0].tobytes()).hexdigest(),) * workers,
+            model="mlp", epochs=tuple(epochs), per_rank_batch_size=32, ranks=ranks,
+            learning_rate=1e-3 * ranks, images_per_second=len(X) / timing.median,
+            strategy="horovod" if ranks > 1 else None,
+            rank_weight_digests=(hashlib.sha256(model.coefs_[0].tobytes()).hexdigest(),) * ranks,
             final_loss=epochs[-1].loss, final_accuracy=epochs[-1].accuracy,
             test_accuracy=epochs[-1].accuracy)
         cases.append(CaseResult(
-            run_id=run_id, case_id=_case_id("mlp", workers), algorithm="mlp", backend="keras",
+            run_id=run_id, case_id=_case_id("mlp", ranks), algorithm="mlp", backend="keras",
             device="cpu", dataset="digits_images", status="ok", task="classification",
-            workers=workers, strategy="horovod", params=(("epochs", 5),), timings=(timing,),
+            ranks=ranks, strategy="horovod", params=(("epochs", 5),), timings=(timing,),
             repeats=len(counted), warmup=1,
             scores=(Score("accuracy", epochs[-1].accuracy, True),),
             predictions=(ArrayRef("predictions", digest, str(predictions.dtype),
                                   predictions.shape),),
-            environment=environment, dataset_info=info, dl=dl, threads=workers,
+            environment=environment, dataset_info=info, dl=dl, threads=ranks,
             started_at=_now(), finished_at=_now()))
     cases.append(CaseResult(
         run_id=run_id, case_id=_case_id("mlp", 8), algorithm="mlp", backend="keras",
-        device="cpu", dataset="digits_images", status="failed", workers=8, strategy="horovod",
+        device="cpu", dataset="digits_images", status="failed", ranks=8, strategy="horovod",
         params=(("epochs", 5),), failure=FailureKind.KILLED,
         reason="horovodrun exited with signal 9 (SIGKILL) before rank 0 reported",
         environment=environment, started_at=_now(), finished_at=_now()))

@@ -18,7 +18,7 @@ def case(workers, rows, setup, per_round, params=PARAMS, rounds=500, status="ok"
                        "float32", "C")
     fit = setup + rounds * per_round
     return CaseResult("r", f"c{workers}-{rows}-{len(params)}", "gradient_boosting_classifier",
-                      "xgboost", "cuda", info.name, status, workers=workers, params=params,
+                      "xgboost", "cuda", info.name, status, ranks=workers, params=params,
                       reason="" if status == "ok" else "lost", dataset_info=info,
                       timings=(PhaseTiming.from_samples("fit", [fit]),),
                       boosting=BoostingRounds(rounds, setup, per_round))
@@ -76,5 +76,5 @@ def test_workers_whose_rounds_are_not_cheaper_do_not_pay():
 
 def test_cases_without_a_split_or_a_one_worker_case_give_none():
     assert crossovers([case(4, 1000, 1.0, 0.1)]) == ()
-    plain = CaseResult("r", "x", "kmeans", "sklearn", "cpu", "d", "ok", workers=2)
+    plain = CaseResult("r", "x", "kmeans", "sklearn", "cpu", "d", "ok", ranks=2)
     assert crossovers([plain]) == () and crossover_text(()) == ""

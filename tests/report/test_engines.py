@@ -14,7 +14,7 @@ import pytest
 
 from accelml.report import load_report
 from accelml.report.html import render_html
-from accelml.report.speed import images_per_worker
+from accelml.report.speed import images_per_rank
 
 GPU_STORE = (Path(__file__).parents[2] / "benchmarks" / "gpu" / "results"
              / "res-strat-4xH200-b512.sqlite")
@@ -28,25 +28,25 @@ def h200_report(tmp_path_factory):
 
 
 def test_rows_show_images_per_second_per_gpu(h200_report):
-    rates = {(row.strategy, row.workers): row.images_per_worker for row in h200_report.rows}
+    rates = {(row.strategy, row.ranks): row.images_per_rank for row in h200_report.rows}
     by_case = {result.case_id: result for result in h200_report.results}
     for row in h200_report.rows:
         dl = by_case[row.case_id].dl
-        assert dl is not None and row.images_per_worker == pytest.approx(
-            dl.images_per_second / row.workers)
+        assert dl is not None and row.images_per_rank == pytest.approx(
+            dl.images_per_second / row.ranks)
     assert rates[("jax-pmean", 1)] == pytest.approx(22_186, rel=1e-3)
     assert rates[("torch-ddp", 4)] == pytest.approx(3_797, rel=1e-3)
     text = h200_report.text()
     assert "img/s per GPU" in text and "22,186" in text
     record = next(r for r in h200_report.records() if r["case_id"] == h200_report.rows[0].case_id)
-    assert record["images_per_second_per_worker"] == h200_report.rows[0].images_per_worker
+    assert record["images_per_second_per_rank"] == h200_report.rows[0].images_per_rank
 
 
 def test_cross_strategy_rows_name_the_engines_ratio_per_gpu(h200_report):
     # jax-pmean's 1-GPU step is 5.76x torch-ddp's (XLA's fused ResNet step against Keras on
     # torch); at 4 GPUs the ratio falls to 5.08x because jax-pmean scales at 88%, torch-ddp 99%
     one, four = h200_report.engine_comparisons()
-    assert (one.workers, four.workers) == (1, 4)
+    assert (one.ranks, four.ranks) == (1, 4)
     assert (one.strategy, one.engine, one.reference_strategy, one.reference_engine) == (
         "jax-pmean", "jax", "torch-ddp", "torch")
     assert one.engine_ratio == pytest.approx(22_186 / 3_852, rel=1e-3)
@@ -87,7 +87,7 @@ def test_a_real_cpu_run_of_two_engines_names_them_per_worker(tmp_path):
     report = load_report("latest", tmp_path / "res")
     (comparison,) = report.engine_comparisons()
     by_strategy = {result.strategy: result for result in report.results}
-    torch, jax = images_per_worker(by_strategy["torch-ddp"]), images_per_worker(by_strategy["jax-pmean"])
+    torch, jax = images_per_rank(by_strategy["torch-ddp"]), images_per_rank(by_strategy["jax-pmean"])
     assert torch and jax and comparison.engine_ratio == pytest.approx(torch / jax)
     assert (comparison.engine, comparison.reference_engine) == ("torch", "jax")
     ratio = f"{torch / jax:.2f}" if torch / jax >= 0.1 else f"{torch / jax:.2g}"

@@ -136,12 +136,12 @@ def test_fair_start_gives_every_backend_the_reference_centroids(tmp_path):
     assert intel.iterations.iterations == intel.iterations.reference_iterations
 
 
-def _dl_result(case_id, workers, digests, seconds):
+def _dl_result(case_id, ranks, digests, seconds):
     epochs = tuple(EpochMeasurement(i, seconds, 1.0 / (i + 1)) for i in range(3))
-    dl = DLMeasurements("mlp", epochs, 32, workers, 0.01, 1000.0 * workers,
-                        strategy="horovod" if workers > 1 else None, rank_weight_digests=digests)
-    return CaseResult("run1", case_id, "mlp", "keras", "cpu", "mnist", "ok", workers=workers,
-                      strategy="horovod" if workers > 1 else None, dl=dl,
+    dl = DLMeasurements("mlp", epochs, 32, ranks, 0.01, 1000.0 * ranks,
+                        strategy="horovod" if ranks > 1 else None, rank_weight_digests=digests)
+    return CaseResult("run1", case_id, "mlp", "keras", "cpu", "mnist", "ok", ranks=ranks,
+                      strategy="horovod" if ranks > 1 else None, dl=dl,
                       timings=(PhaseTiming.from_samples("epoch", [seconds] * 2,
                                                         target_rel=0.05),))
 
@@ -158,7 +158,7 @@ def test_multi_rank_rows_say_whether_the_ranks_ended_identical(tmp_path):
     assert (rows["two"].ranks_identical, rows["two"].ranks_differing) == (True, ())
     assert rows["one"].ranks_identical is None       # one rank: nothing to compare it with
     one_rank = render_text([rows["one"]], width=300)
-    assert "identical" not in one_rank and "ranks" not in one_rank.splitlines()[0]
+    assert "identical" not in one_rank and "rank weights" not in one_rank.splitlines()[0]
     assert (rows["four"].ranks_identical, rows["four"].ranks_differing) == (False, (2,))
     text = render_text(list(rows.values()), width=300)
     assert "rank 2 differ from rank 0" in text and "identical" in text

@@ -186,7 +186,7 @@ def test_json_to_stdout(runs):
     result = _cli(runs.dl, "--results-dir", str(runs.directory), "--json", "-")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert [row["workers"] for row in data["rows"]] == [1, 2, 4, 8]
+    assert [row["ranks"] for row in data["rows"]] == [1, 2, 4, 8]
     assert data["rows"][2]["efficiency"] == pytest.approx(
         data["rows"][0]["epoch_median"] / data["rows"][2]["epoch_median"] / 4)
 
@@ -269,7 +269,7 @@ def test_html_report_of_a_scaling_run_draws_the_three_tutorial_plots(browser, pa
                   "ideal (speedup = ranks)"):
         assert title in chart
     store = ResultsStore(runs.directory)
-    epochs = {r.workers: r.timing("epoch").median for r in store.case_results(runs.dl) if r.ok}
+    epochs = {r.ranks: r.timing("epoch").median for r in store.case_results(runs.dl) if r.ok}
     efficiencies = page.evaluate("[...document.querySelectorAll('.scaling-table td.efficiency')]"
                                  ".map(td => td.textContent)")
     assert efficiencies == [f"{epochs[1] / epochs[w] / w:.0%}" for w in (1, 2, 4)]
@@ -316,13 +316,13 @@ def test_the_browser_check_sees_console_errors_exceptions_and_dialogs(browser, t
 
 def test_terminal_report_of_a_scaling_run_gives_speedup_and_efficiency_per_worker_count(runs):
     rep = load_report(runs.dl, runs.directory)
-    epochs = {r.workers: r.timing("epoch").median for r in rep.results if r.ok}
+    epochs = {r.ranks: r.timing("epoch").median for r in rep.results if r.ok}
     text = rep.text()
     assert "data-parallel scaling (epoch time over the 1-rank case; a step: " in text
-    for workers in (2, 4):
-        speedup = epochs[1] / epochs[workers]
-        assert (f"{workers} ranks {format_speedup(speedup)} "
-                f"(efficiency {speedup / workers:.0%}; a step ") in text
+    for ranks in (2, 4):
+        speedup = epochs[1] / epochs[ranks]
+        assert (f"{ranks} ranks {format_speedup(speedup)} "
+                f"(efficiency {speedup / ranks:.0%}; a step ") in text
     # the measured step at N ranks against 1, and what it spends beyond the 1-rank step
     assert "of collective and host work" in text
     assert "1 of 4 case(s) FAILED" in text and "SIGKILL" in text

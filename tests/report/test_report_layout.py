@@ -42,7 +42,7 @@ def _timed(work, repeats):
 
 def _wide_cases(run_id, environment):
     """Logistic regression timed for real 3 times (few repeats) on two backends with three
-    parameters that vary, and an MLP-like "epoch" (a real matrix product) on 1 and 2 workers
+    parameters that vary, and an MLP-like "epoch" (a real matrix product) on 1 and 2 ranks
     under two strategies and two batch sizes: every optional column of the table at once."""
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
@@ -66,19 +66,19 @@ def _wide_cases(run_id, environment):
     weights = np.random.default_rng(0).normal(size=(512, 512))
     for strategy in ("horovod", "torch-ddp"):
         for batch in (256, 512):
-            for workers in (1, 2):
+            for ranks in (1, 2):
                 epochs = [EpochMeasurement(epoch=e, seconds=s, loss=1.0 / (e + 1), accuracy=0.5)
                           for e, s in enumerate(_timed(lambda: weights @ weights, 4))]
                 timing = PhaseTiming.from_samples("epoch", [e.seconds for e in epochs[1:]], [epochs[0].seconds])
                 cases.append(CaseResult(
-                    run_id=run_id, case_id=f"mlp-{strategy}-{batch}-{workers}", algorithm="mlp",
+                    run_id=run_id, case_id=f"mlp-{strategy}-{batch}-{ranks}", algorithm="mlp",
                     backend="keras", device="cpu", dataset="images", status="ok", task="classification",
-                    workers=workers, strategy=strategy,
+                    ranks=ranks, strategy=strategy,
                     params=(("batch_size", batch), ("epochs", 4), ("learning_rate", 0.01)), timings=(timing,),
                     repeats=3, warmup=1, environment=environment, started_at=_now(), finished_at=_now(),
-                    dl=DLMeasurements(model="mlp", epochs=tuple(epochs), per_worker_batch_size=batch,
-                                      workers=workers, learning_rate=0.01,
-                                      images_per_second=batch * workers / timing.median,
+                    dl=DLMeasurements(model="mlp", epochs=tuple(epochs), per_rank_batch_size=batch,
+                                      ranks=ranks, learning_rate=0.01,
+                                      images_per_second=batch * ranks / timing.median,
                                       strategy=strategy, final_loss=0.25, final_accuracy=0.5)))
     return cases
 
@@ -129,7 +129,7 @@ def test_the_pages_fit_1400_px_without_scrolling_sideways(browser, wide, name):
 def test_every_optional_column_is_there_and_the_description_is_shown(browser, wide):
     page = open_at(browser, wide["page"])
     headers = page.evaluate("[...document.querySelectorAll('table.results thead th')].map(th => th.textContent)")
-    for column in ("workers", "strategy", "params", "fit", "predict", "epoch", "speedup"):
+    for column in ("ranks", "strategy", "params", "fit", "predict", "epoch", "speedup"):
         assert column in headers
     assert page.evaluate("document.querySelector('#description').textContent") == DESCRIPTION
 

@@ -20,8 +20,8 @@ def _failed(case_id, backend="sklearn", **fields):
                       reason="ValueError: boom", **fields)
 
 
-def _epochs(case_id, workers, strategy, seconds, algorithm="mlp"):
-    return CaseResult("r", case_id, algorithm, "keras", "cpu", "mnist", "ok", workers=workers,
+def _epochs(case_id, ranks, strategy, seconds, algorithm="mlp"):
+    return CaseResult("r", case_id, algorithm, "keras", "cpu", "mnist", "ok", ranks=ranks,
                       strategy=strategy,
                       timings=(PhaseTiming.from_samples("epoch", [seconds] * 3),))
 
@@ -70,7 +70,7 @@ def test_scaling_uses_the_one_worker_case_of_the_same_strategy():
 
 
 def test_a_failed_one_worker_case_is_no_baseline():
-    failed = CaseResult("r", "f1", "mlp", "keras", "cpu", "mnist", "failed", workers=1,
+    failed = CaseResult("r", "f1", "mlp", "keras", "cpu", "mnist", "failed", ranks=1,
                         strategy="horovod", failure=FailureKind.ERROR, reason="boom")
     found = scaling([failed, _epochs("h2", 2, "horovod", 4.0)])
     assert "h2" not in found
@@ -82,7 +82,7 @@ def _widest(text):
 
 def test_a_narrow_table_keeps_failures_and_scaling_readable(tmp_path):
     """At 60 columns: a failed row still says failed with its note number (the reason in the
-    legend); data-parallel rows keep workers and strategy, which tell them apart."""
+    legend); data-parallel rows keep ranks and strategy, which tell them apart."""
     store = ResultsStore(tmp_path)
     rows = build_rows(store, [_ok("a", dataset="breast_cancer_wisconsin"),
                               _failed("b", "sklearnex", dataset="breast_cancer_wisconsin")],
@@ -90,8 +90,8 @@ def test_a_narrow_table_keeps_failures_and_scaling_readable(tmp_path):
     text = render_text(rows, width=60)
     assert _widest(text) <= 60, text
     assert "failed [1]" in text and "[1] b: ValueError: boom" in text
-    results = [_epochs(f"{strategy}{workers}", workers, strategy, 4.0 / workers)
-               for strategy in ("horovod", "mirrored") for workers in (1, 2, 4)]
+    results = [_epochs(f"{strategy}{ranks}", ranks, strategy, 4.0 / ranks)
+               for strategy in ("horovod", "mirrored") for ranks in (1, 2, 4)]
     text = render_text(build_rows(store, results, "keras"), width=60)
     assert _widest(text) <= 60, text
     short = dict(line.removeprefix("strategy: ").split(" = ")
@@ -143,14 +143,14 @@ def test_matrix_rows_that_differ_only_by_dataset_or_parameters_stay_distinct():
         assert "every case: kmeans cpu x1 n_init=1 random_state=0" in text
 
 
-def _boosting(case_id, device, workers, seconds):
+def _boosting(case_id, device, ranks, seconds):
     return CaseResult("r", case_id, "gradient_boosting_classifier", "xgboost", device, "rows", "ok",
-                      workers=workers, timings=(PhaseTiming.from_samples("fit", list(seconds)),))
+                      ranks=ranks, timings=(PhaseTiming.from_samples("fit", list(seconds)),))
 
 
 def test_the_reference_backend_on_a_gpu_is_measured_against_its_cpu_case(tmp_path):
-    # reference = xgboost on CPU and CUDA, 1 and N workers (experiments/xgboost_scaling.toml):
-    # one GPU shows its speed-up over all the CPU cores, N workers their scaling over one.
+    # reference = xgboost on CPU and CUDA, 1 and N ranks (experiments/xgboost_scaling.toml):
+    # one GPU shows its speed-up over all the CPU cores, N ranks their scaling over one.
     results = [_boosting("g1", "cuda", 1, (3.2, 3.2, 3.3)), _boosting("g4", "cuda", 4, (1.6,) * 3),
                _boosting("c1", "cpu", 1, (40.0, 40.0, 41.0)), _boosting("c2", "cpu", 2, (20.0,) * 3)]
     rows = {row.case_id: row for row in build_rows(ResultsStore(tmp_path), results, "xgboost")}

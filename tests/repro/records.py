@@ -24,7 +24,7 @@ def new_run(store: ResultsStore, reference: str = "sklearn", name: str = "unit")
 
 
 def add_result(store: ResultsStore, run_id: str, *, algorithm: str, backend: str = "sklearn",
-               device: str = "cpu", workers: int = 1, dataset: str = "data", task: str = "",
+               device: str = "cpu", ranks: int = 1, dataset: str = "data", task: str = "",
                params: dict[str, Any] | None = None, arrays: dict[str, np.ndarray] | None = None,
                scores: dict[str, float] | None = None, repeat_arrays: list[np.ndarray] | None = None,
                case_id: str | None = None, status: str = "ok", reason: str = "",
@@ -42,11 +42,11 @@ def add_result(store: ResultsStore, run_id: str, *, algorithm: str, backend: str
     if repeat_arrays is None and "predictions" in arrays:
         repeat_arrays = [arrays["predictions"]] * 3
     digests = tuple(array_digest(np.ascontiguousarray(a)) for a in (repeat_arrays or []))
-    identity = f"{algorithm}|{backend}|{device}|{workers}|{dataset}|{sorted(params.items())}"
+    identity = f"{algorithm}|{backend}|{device}|{ranks}|{dataset}|{sorted(params.items())}"
     result = CaseResult(
         run_id=run_id, case_id=case_id or array_digest(np.frombuffer(identity.encode(), np.uint8))[:16],
         algorithm=algorithm, backend=backend, device=device, dataset=dataset, status=status,
-        task=task, workers=workers, strategy=strategy, params=tuple(sorted(params.items())),
+        task=task, ranks=ranks, strategy=strategy, params=tuple(sorted(params.items())),
         reason=reason, repeats=len(digests), scores=tuple(Score(k, float(v), True)
                                                           for k, v in (scores or {}).items()),
         predictions=tuple(refs), repeat_prediction_digests=digests,

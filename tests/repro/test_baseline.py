@@ -260,10 +260,10 @@ def test_deep_learning_loss_accuracy_and_rank_drift(tmp_path):
     def run(loss, accuracy, digests):
         run_id = new_run(store)
         dl = DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 1.0, loss),),
-                            per_worker_batch_size=32, workers=2, learning_rate=0.01,
+                            per_rank_batch_size=32, ranks=2, learning_rate=0.01,
                             images_per_second=50.0, strategy="horovod",
                             rank_weight_digests=digests, final_loss=loss, final_accuracy=accuracy)
-        add_result(store, run_id, algorithm="mnist_cnn", backend="keras", workers=2,
+        add_result(store, run_id, algorithm="mnist_cnn", backend="keras", ranks=2,
                    strategy="horovod", task="classification", dl=dl,
                    scores={"final_train_loss": loss})
         return run_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def test_a_version_2_baseline_still_names_what_moved(v2_store):
         if result.algorithm == "logistic_regression" and result.backend == "sklearn":
             arrays["probabilities"] = arrays["probabilities"] + 1e-3
         added = add_result(v2_store, rerun, algorithm=result.algorithm, backend=result.backend,
-                           device=result.device, workers=result.workers, dataset=result.dataset,
+                           device=result.device, ranks=result.ranks, dataset=result.dataset,
                            task=result.task, params=dict(result.params), arrays=arrays,
                            scores={score.name: score.value for score in result.scores},
                            dl=result.dl, strategy=result.strategy)
@@ -90,9 +91,13 @@ def test_the_committed_gpu_stores_read_and_report(database, tmp_path):
     store = ResultsStore(copy, read_only=True)
     runs = store.list_runs()
     assert runs
+    with sqlite3.connect(copy) as connection:   # the column and records keep the name workers
+        stored_ranks = dict(connection.execute("SELECT run_id || case_id, workers FROM cases"))
     for run in runs:
         results = store.case_results(run.run_id)
         assert all(result.run_id == run.run_id for result in results)
+        assert {result.run_id + result.case_id: result.ranks for result in results} == {
+            key: value for key, value in stored_ranks.items() if key.startswith(run.run_id)}
         try:
             text = load_report(run.run_id, copy).text()
         except StoreError as missing:   # committed without (all) its array files

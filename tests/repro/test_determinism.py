@@ -21,7 +21,7 @@ from accelml.runner.determinism import (
 
 
 def _case(**changes):
-    base = dict(algorithm="random_forest_classifier", backend="sklearn", device="cpu", workers=1,
+    base = dict(algorithm="random_forest_classifier", backend="sklearn", device="cpu", ranks=1,
                 strategy=None, params=(("n_estimators", 10),), seed=5, threads=2)
     return SimpleNamespace(**{**base, **changes})
 
@@ -43,7 +43,7 @@ def test_classical_cases_get_seed_and_threads_without_overriding_choices():
 
 
 def test_keras_cases_get_tf_determinism_and_horovod_fusion_off():
-    horovod = settings_for(_case(algorithm="mnist_cnn", backend="keras", workers=2,
+    horovod = settings_for(_case(algorithm="mnist_cnn", backend="keras", ranks=2,
                                  strategy="horovod", params=(("epochs", 2),)))
     environment = dict(horovod.environment)
     assert environment["HOROVOD_FUSION_THRESHOLD"] == "0"
@@ -64,7 +64,7 @@ def test_deterministic_experiment_fills_seeds_and_training_keys():
     forest = Case("random_forest_classifier", "sklearn", "cpu", dataset, seed=4)
     seeded = Case("kmeans", "sklearn", "cpu", dataset, params=(("random_state", 1),), seed=4)
     keras = Case("mnist_cnn", "keras", "cpu", DatasetSpec("m", "keras", (("name", "mnist"),)),
-                 workers=2, strategy="horovod", params=(("epochs", 1),), seed=4)
+                 ranks=2, strategy="horovod", params=(("epochs", 1),), seed=4)
     spec = Experiment("e", "text", "e.toml", (dataset,), (forest, seeded, keras))
     experiment, environment = deterministic_experiment(spec)
     assert [dict(c.params) for c in experiment.cases] == [
@@ -98,7 +98,7 @@ def test_statements_per_comparison():
     assert not run_to_run_expectation(_case(backend="keras", algorithm="m"),
                                       deterministic=False).bitwise
     scale = pair_expectation(_case(backend="keras", algorithm="m"),
-                             _case(backend="keras", algorithm="m", workers=4, strategy="horovod"))
+                             _case(backend="keras", algorithm="m", ranks=4, strategy="horovod"))
     assert not scale.bitwise and "final loss" in scale.reason
     assert not pair_expectation(_case(), _case(params=(("n_estimators", 20),))).bitwise
 

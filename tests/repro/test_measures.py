@@ -155,8 +155,8 @@ def test_matrix_pairs_devices_and_scales_and_skips_failures(tmp_path, blobs):
     store = ResultsStore(tmp_path)
     run_id = new_run(store)
     labels = KMeans(4, n_init=1, random_state=0).fit_predict(blobs)
-    for device, workers in (("cpu", 1), ("cuda", 1), ("cpu", 2)):
-        add_result(store, run_id, algorithm="kmeans", device=device, workers=workers,
+    for device, ranks in (("cpu", 1), ("cuda", 1), ("cpu", 2)):
+        add_result(store, run_id, algorithm="kmeans", device=device, ranks=ranks,
                    task="clustering", arrays={"predictions": labels})
     add_result(store, run_id, algorithm="kmeans", backend="sklearnex", status="failed",
                reason="boom", task="clustering")
@@ -189,15 +189,15 @@ def test_deep_learning_measures_and_rank_agreement(tmp_path):
     store = ResultsStore(tmp_path)
     run_id = new_run(store)
 
-    def dl(workers, loss, accuracy, digests):
+    def dl(ranks, loss, accuracy, digests):
         return DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 1.0, loss),),
-                              per_worker_batch_size=32, workers=workers, learning_rate=0.01,
+                              per_rank_batch_size=32, ranks=ranks, learning_rate=0.01,
                               images_per_second=100.0, rank_weight_digests=digests,
                               final_loss=loss, final_accuracy=accuracy)
 
     one = add_result(store, run_id, algorithm="mnist_cnn", backend="keras", task="classification",
                      dl=dl(1, 0.50, 0.80, ("w1",)))
-    two = add_result(store, run_id, algorithm="mnist_cnn", backend="keras", workers=2,
+    two = add_result(store, run_id, algorithm="mnist_cnn", backend="keras", ranks=2,
                      strategy="horovod", task="classification", dl=dl(2, 0.55, 0.78, ("w2", "w3")))
     matrix = agreement_matrix(store, run_id)
     (scale,) = matrix.cross_scale
@@ -210,10 +210,10 @@ def test_deep_learning_measures_and_rank_agreement(tmp_path):
     assert ranks[one.case_id].ranks_identical is None     # one rank: nothing to compare
 
 
-def _dl(workers, test_accuracy, *, train_accuracy=1.0, updates=256, momentum=0.99, batch=256):
+def _dl(ranks, test_accuracy, *, train_accuracy=1.0, updates=256, momentum=0.99, batch=256):
     return DLMeasurements(model="resnet50v2", epochs=(EpochMeasurement(0, 1.0, 0.1),),
-                          per_worker_batch_size=batch, workers=workers, learning_rate=0.01,
-                          images_per_second=100.0, rank_weight_digests=("w",) * workers,
+                          per_rank_batch_size=batch, ranks=ranks, learning_rate=0.01,
+                          images_per_second=100.0, rank_weight_digests=("w",) * ranks,
                           final_loss=0.1, final_accuracy=train_accuracy,
                           test_accuracy=test_accuracy, batchnorm_momentum=momentum,
                           batchnorm_updates=updates)
@@ -225,7 +225,7 @@ def test_a_test_accuracy_gap_from_stale_batchnorm_statistics_is_explained(tmp_pa
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
                strategy="jax-pmean", dl=_dl(1, 0.99, updates=256))
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
-               strategy="jax-pmean", workers=4, dl=_dl(4, 0.08, updates=64))
+               strategy="jax-pmean", ranks=4, dl=_dl(4, 0.08, updates=64))
     matrix = agreement_matrix(store, run_id)
     (scale,) = matrix.cross_scale
     assert scale.value("test_accuracy_difference") == pytest.approx(-0.91)
@@ -242,7 +242,7 @@ def test_a_gap_after_few_steps_with_fresh_statistics_names_the_lagging_averages(
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
                strategy="torch-ddp", dl=_dl(1, 1.0, updates=128, momentum=0.9, batch=512))
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
-               strategy="torch-ddp", workers=4, dl=_dl(4, 0.089, updates=32, momentum=0.9,
+               strategy="torch-ddp", ranks=4, dl=_dl(4, 0.089, updates=32, momentum=0.9,
                                                       batch=512))
     (scale,) = agreement_matrix(store, run_id).cross_scale
     (note,) = scale.notes
@@ -255,9 +255,9 @@ def test_no_explanation_where_accuracies_agree_or_training_itself_fell_short(tmp
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
                strategy="jax-pmean", dl=_dl(1, 0.95, updates=256))
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
-               strategy="jax-pmean", workers=2, dl=_dl(2, 0.93, updates=128))
+               strategy="jax-pmean", ranks=2, dl=_dl(2, 0.93, updates=128))
     add_result(store, run_id, algorithm="resnet50v2", backend="keras", task="classification",
-               strategy="jax-pmean", workers=4, dl=_dl(4, 0.5, train_accuracy=0.55, updates=64,
+               strategy="jax-pmean", ranks=4, dl=_dl(4, 0.5, train_accuracy=0.55, updates=64,
                                                       momentum=0.5))
     notes = {entry.b.case_id: entry.notes for entry in agreement_matrix(store, run_id).cross_scale}
     two, four = sorted(notes.values(), key=len)
@@ -271,13 +271,13 @@ def test_strategies_are_compared_at_the_same_worker_count_and_batch(tmp_path):
     for strategy, params in (("jax-pmean", {}), ("torch-ddp", {"keras_backend": "torch"}),
                              ("horovod", {"keras_backend": "torch",
                                           "step_capture": "cuda-graph"})):
-        for workers in (1, 4):
+        for ranks in (1, 4):
             add_result(store, run_id, algorithm="resnet50v2", backend="keras",
-                       task="classification", strategy=strategy, workers=workers,
-                       params=params, dl=_dl(workers, 0.9 if strategy == "horovod" else 0.95))
+                       task="classification", strategy=strategy, ranks=ranks,
+                       params=params, dl=_dl(ranks, 0.9 if strategy == "horovod" else 0.95))
     matrix = agreement_matrix(store, run_id)
     pairs = {(e.a.label, e.b.label) for e in matrix.cross_strategy}
-    assert len(pairs) == 4                   # torch-ddp and horovod, each at 1 and 4 workers
+    assert len(pairs) == 4                   # torch-ddp and horovod, each at 1 and 4 ranks
     assert all("jax-pmean" in a and "jax-pmean" not in b for a, b in pairs)
     for entry in matrix.cross_strategy:
         assert (" x4" in entry.a.label) == (" x4" in entry.b.label)
@@ -291,7 +291,7 @@ def test_expectations_name_the_reason():
 
     def case(**changes):
         base = dict(algorithm="gradient_boosting_classifier", backend="xgboost", device="cpu",
-                    workers=1, strategy=None, params=(("random_state", 0),), dataset="d")
+                    ranks=1, strategy=None, params=(("random_state", 0),), dataset="d")
         return SimpleNamespace(**{**base, **changes})
 
     device = pair_expectation(case(), case(device="cuda"))
@@ -315,19 +315,19 @@ def test_cross_scale_pairs_each_strategy_with_its_own_one_worker_case(tmp_path):
     store = ResultsStore(tmp_path)
     run_id = new_run(store)
 
-    def dl(workers, accuracy):
+    def dl(ranks, accuracy):
         return DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 1.0, 0.5),),
-                              per_worker_batch_size=32, workers=workers, learning_rate=0.01,
-                              images_per_second=100.0, rank_weight_digests=("w",) * workers,
+                              per_rank_batch_size=32, ranks=ranks, learning_rate=0.01,
+                              images_per_second=100.0, rank_weight_digests=("w",) * ranks,
                               final_loss=0.5, final_accuracy=accuracy)
 
     cases = {}
-    for strategy, workers in (("horovod", 1), ("horovod", 2), ("multiworker", 1),
+    for strategy, ranks in (("horovod", 1), ("horovod", 2), ("multiworker", 1),
                               ("multiworker", 2), ("jax-pmean", 4), (None, 1)):
         result = add_result(store, run_id, algorithm="mnist_cnn", backend="keras",
-                            workers=workers, strategy=strategy, task="classification",
-                            dl=dl(workers, 0.8), case_id=f"{strategy}-{workers}")
-        cases[result.case_id] = (strategy, workers)
+                            ranks=ranks, strategy=strategy, task="classification",
+                            dl=dl(ranks, 0.8), case_id=f"{strategy}-{ranks}")
+        cases[result.case_id] = (strategy, ranks)
     pairs = {cases[e.b.case_id]: cases[e.a.case_id]
              for e in agreement_matrix(store, run_id).cross_scale}
     assert pairs == {("horovod", 2): ("horovod", 1), ("multiworker", 2): ("multiworker", 1),

@@ -26,12 +26,12 @@ def full_case() -> CaseResult:
                       hostname="node1", slurm_job_id="42", threads=2)
     dl = DLMeasurements(model="mnist_cnn", epochs=(EpochMeasurement(0, 3.0, 1.0, 0.5),
                                                   EpochMeasurement(1, 2.0, 0.5, 0.8)),
-                        per_worker_batch_size=32, workers=4, learning_rate=0.04,
+                        per_rank_batch_size=32, ranks=4, learning_rate=0.04,
                         images_per_second=1000.0, strategy="horovod",
                         rank_weight_digests=("a", "a", "a", "a"))
     return CaseResult(
         run_id="r", case_id="c", algorithm="mnist_cnn", backend="keras", device="cpu",
-        dataset="digits", status="ok", task="classification", workers=4, strategy="horovod",
+        dataset="digits", status="ok", task="classification", ranks=4, strategy="horovod",
         params=(("epochs", 2),), timings=(PhaseTiming.from_samples("epoch", [2.0, 2.1]),),
         repeats=2, warmup=1, scores=(Score("accuracy", 0.8, True),),
         predictions=(ArrayRef("predictions", "0" * 64, "int64", (10,)),),
@@ -133,11 +133,11 @@ def test_failed_result_carries_the_case_identity_and_one_line_of_reason():
     from accelml.cases import Case, DatasetSpec
 
     case = Case("mnist_cnn", "keras", "cpu", DatasetSpec("digits", "shipped", (("name", "digits"),)),
-                workers=2, strategy="horovod", params=(("epochs", 1),))
+                ranks=2, strategy="horovod", params=(("epochs", 1),))
     result = CaseResult.failed(case, "run-1", FailureKind.KILLED, "\n  killed by SIGTERM\nmore\n",
                                threads=3, attempts=2, wall_seconds=1.5)
     assert (result.case_id, result.algorithm, result.backend, result.device, result.dataset,
-            result.workers, result.strategy, result.params) == (
+            result.ranks, result.strategy, result.params) == (
         case.case_id, "mnist_cnn", "keras", "cpu", "digits", 2, "horovod", (("epochs", 1),))
     assert (result.status, result.failure, result.reason) == ("failed", FailureKind.KILLED,
                                                               "killed by SIGTERM")
@@ -173,3 +173,17 @@ def test_a_phase_interval_never_reaches_below_zero_seconds():
     timing = PhaseTiming.from_samples("fit", [35.9, 43.0])
     assert timing.ci_low == 0.0 and timing.ci_high == pytest.approx(39.45 + 12.706 * 5.02 / 2**0.5, rel=1e-3)
     assert timing.median == pytest.approx(39.45)
+
+
+def test_a_result_written_before_ranks_were_named_so_reads_with_its_ranks():
+    """The stored names stay ``workers`` and ``per_worker_batch_size`` (what the store and
+    every record written before the rename hold); the new names are read too."""
+    case = full_case()
+    data = json.loads(case.to_json())
+    assert (data["workers"], data["dl"]["workers"], data["dl"]["per_worker_batch_size"]) == (4, 4, 32)
+    assert "ranks" not in data and "per_rank_batch_size" not in data["dl"]
+    assert CaseResult.from_dict(data).ranks == 4
+    renamed = {**data, "ranks": data.pop("workers"),
+               "dl": {**data["dl"], "ranks": 4, "per_rank_batch_size": 32}}
+    del renamed["dl"]["workers"], renamed["dl"]["per_worker_batch_size"]
+    assert CaseResult.from_dict(renamed) == case

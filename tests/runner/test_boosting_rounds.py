@@ -54,7 +54,7 @@ def scaling_run(tmp_path_factory):
 
 def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_run):
     _, _, results, _ = scaling_run
-    cpu = {r.workers: r for r in results if r.device == "cpu"}
+    cpu = {r.ranks: r for r in results if r.device == "cpu"}
     assert all(not r.ok and r.failure.value == "unavailable" for r in results if r.device == "cuda")
     for result in cpu.values():
         assert result.ok, result.reason
@@ -75,7 +75,7 @@ def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_ru
 
 def test_the_report_gives_per_round_costs_and_the_crossover(scaling_run):
     directory, run_id, results, printed = scaling_run
-    cpu = {r.workers: r for r in results if r.device == "cpu"}
+    cpu = {r.ranks: r for r in results if r.device == "cpu"}
     report = load_report(run_id, directory)
     text = report.text()
     assert "boosting on several workers: set-up and per-round cost" in text

@@ -110,8 +110,8 @@ def _touch(item):
 def test_local_executor_does_not_start_a_case_needing_more_gpus_than_here(tmp_path):
     gpus, _ = list_gpus()
     items = [SimpleNamespace(name="gpu", marker=tmp_path / "gpu", device="cuda",
-                             workers=len(gpus) + 1, strategy="mirrored"),
-             SimpleNamespace(name="cpu", marker=tmp_path / "cpu", device="cpu", workers=1,
+                             ranks=len(gpus) + 1, strategy="mirrored"),
+             SimpleNamespace(name="cpu", marker=tmp_path / "cpu", device="cpu", ranks=1,
                              strategy=None)]
     with LocalExecutor(jobs=1) as executor:
         outcomes = {o.item.name: o for o in executor.map(_touch, items)}
@@ -164,8 +164,8 @@ def test_a_cuda_case_of_more_ranks_than_cores_is_unavailable_here_not_refused():
     ranks than cores is still refused."""
     data = DatasetSpec("d", "shipped", (("name", "digits"),))
     too_many = usable_cores() + 1
-    ensure_scale([Case("gradient_boosting_classifier", "xgboost", "cuda", data, workers=too_many)],
+    ensure_scale([Case("gradient_boosting_classifier", "xgboost", "cuda", data, ranks=too_many)],
                  None)
     with pytest.raises(SpecError, match=f"{too_many} ranks on this machine"):
         ensure_scale([Case("gradient_boosting_classifier", "xgboost", "cpu", data,
-                           workers=too_many)], None)
+                           ranks=too_many)], None)

@@ -38,7 +38,7 @@ def _scaling_in_turns(tmp_path, strategy: str):
     run = run_experiment(experiment, store, cache_dir=str(tmp_path / "cache"))
     results = store.case_results(run.run_id)
     assert all(result.ok for result in results), [result.reason for result in results]
-    one, two = sorted(results, key=lambda result: result.workers)
+    one, two = sorted(results, key=lambda result: result.ranks)
     ids = (one.case_id, two.case_id)
     assert one.measurement == two.measurement == INTERLEAVED, two.measurement_note
     assert one.turn_group == two.turn_group == ids       # the 1-worker case first
@@ -69,7 +69,7 @@ def test_epochs_after_the_rounds_ended_stay_out_of_the_paired_phase():
     epochs = tuple(EpochRecord(i, seconds, 1.0, 0.5, 0.05, 64)
                    for i, seconds in enumerate([3.0, 1.0, 1.1, 0.9, 1.2]))
     result = TrainingResult(
-        strategy="single", model="mlp", dataset="digits", workers=1, batch_per_worker=32,
+        strategy="single", model="mlp", dataset="digits", ranks=1, batch_per_rank=32,
         global_batch=32, learning_rate=0.05, parameters=10, train_samples=64, test_samples=0,
         steps_per_epoch=2, epochs=epochs, test_loss=None, test_accuracy=None,
         weights_digest="w", rank_digests=("w",), setup_s=0.0, data_s=0.0, backend="jax",

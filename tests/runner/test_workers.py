@@ -63,7 +63,7 @@ def run(tmp_path, kind, text=SPEC):
         table.update({"worker-start-timeout": 300, "shared-directory": str(tmp_path / "jobs")})
     settings = load_cluster_settings(spec_table=table)
     record = run_experiment(experiment, store, settings=settings, cache_dir=str(tmp_path / "cache"))
-    return store, record.run_id, {(r.workers, r.dataset): r for r in store.case_results(record.run_id)}
+    return store, record.run_id, {(r.ranks, r.dataset): r for r in store.case_results(record.run_id)}
 
 
 def check_two_workers(result, started_by):
@@ -82,7 +82,7 @@ def check_cross_scale(store, run_id, one, two):
     (row,) = matrix.cross_scale
     assert (row.a.case_id, row.b.case_id) == (one.case_id, two.case_id)
     assert not row.expectation.bitwise
-    assert "quantile sketch" in row.expectation.reason and "1 vs 2 workers" in row.expectation.reason
+    assert "quantile sketch" in row.expectation.reason and "1 vs 2 ranks" in row.expectation.reason
     assert row.value("label_agreement") > 0.95
     assert row.reading("max_abs_diff") is not None and row.reading("score_difference") is not None
     assert not matrix.unexpected

@@ -140,7 +140,7 @@ def test_keras_cases_take_ranks_strategy_and_training_keys():
     text = ('reference = "keras"\n' + KERAS_ON_RANKS
             + 'epochs = 3\nbatch_size = 32\nlearning_rate = 0.01\nlr_scaling = "sqrt"\n')
     experiment = load(text)
-    assert [c.workers for c in experiment.cases] == [1, 2]
+    assert [c.ranks for c in experiment.cases] == [1, 2]
     assert experiment.cases[1].params_dict == {"epochs": 3, "batch_size": 32,
                                                "learning_rate": 0.01, "lr_scaling": "sqrt"}
     with pytest.raises(SpecError, match="lr_scaling"):
@@ -171,7 +171,7 @@ def test_the_old_case_key_workers_is_read_as_ranks_with_one_warning_line(tmp_pat
     assert "workers" not in new.stderr
     [warning] = [line for line in old.stderr.splitlines() if "workers" in line]
     assert warning.endswith("spec.toml: 'workers' is now 'ranks' (read as the new name: cases[0].workers)")
-    assert [c.workers for c in load(KERAS_ON_RANKS.replace("ranks = ", "workers = ")).cases] == [1, 2]
+    assert [c.ranks for c in load(KERAS_ON_RANKS.replace("ranks = ", "workers = ")).cases] == [1, 2]
 
 
 def test_a_case_giving_both_workers_and_ranks_is_an_error():

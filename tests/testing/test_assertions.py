@@ -120,7 +120,7 @@ def test_pytest_plugin_fixtures(pytester):
             assert os.environ["PYTHONHASHSEED"] == "7"
             assert np.random.get_state()[1][0] == np.random.RandomState(7).get_state()[1][0]
             settings = accelml_deterministic(type("Case", (), dict(
-                algorithm="kmeans", backend="sklearn", device="cpu", workers=1,
+                algorithm="kmeans", backend="sklearn", device="cpu", ranks=1,
                 strategy=None, params=(), threads=1))())
             assert dict(settings.params)["random_state"] == 7
     """))

@@ -1,7 +1,7 @@
 """Ways of spreading training: one module each, holding its :class:`Strategy` record(s).
 
 Built in: ``tf_fit`` (``model.fit`` under tf.distribute: one process, several devices of
-one host, or one process per worker), ``horovod`` (a Keras 3 loop with Horovod's
+one host, or one process per rank), ``horovod`` (a Keras 3 loop with Horovod's
 all-reduce, one process per rank, on TensorFlow or PyTorch), ``torch_ddp`` (Keras 3 on
 PyTorch, ``torch.distributed`` all-reduce in buckets, one process per rank), ``jax_steps``
 (stateless jitted steps of Keras 3 on JAX over the devices of one process), ``keras_fit``

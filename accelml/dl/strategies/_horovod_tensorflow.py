@@ -47,9 +47,9 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     hvd = _import_horovod()
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
-    if size != config.workers:
+    if size != config.ranks:
         raise AccelmlError(f"horovod started {size} rank(s) but the case asks for "
-                           f"{config.workers} workers")
+                           f"{config.ranks} ranks")
     devices = tf_devices.configure(tf, config.device, gpu_index=hvd.local_rank(),
                                    processes_per_host=hvd.local_size())
     if config.deterministic:

@@ -24,7 +24,7 @@ not average gradients), so both loops do what the tutorials' callbacks did:
 environment the launcher sets from the config's ``horovod_*`` keys (:func:`horovod_environment`),
 on either engine.
 
->>> env = horovod_environment(TrainingConfig(strategy="horovod", workers=2, deterministic=True))
+>>> env = horovod_environment(TrainingConfig(strategy="horovod", ranks=2, deterministic=True))
 >>> env["HOROVOD_FUSION_THRESHOLD"]
 '0'
 """

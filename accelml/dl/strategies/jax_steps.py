@@ -75,12 +75,12 @@ def _devices(jax: ModuleType, config: TrainingConfig) -> list[Device]:
         devices = jax.devices(platform)
     except RuntimeError as error:
         raise UnavailableError(f"JAX has no {platform} devices: {error}") from None
-    if len(devices) < config.workers:
+    if len(devices) < config.ranks:
         hint = (" (on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N; "
                 "accelml.dl.launch sets it)" if platform == "cpu" else "")
-        raise UnavailableError(f"{config.workers} {platform} devices asked for, JAX sees "
+        raise UnavailableError(f"{config.ranks} {platform} devices asked for, JAX sees "
                                f"{len(devices)}{hint}")
-    chosen: list[Device] = devices[:config.workers]
+    chosen: list[Device] = devices[:config.ranks]
     return chosen
 
 
@@ -143,7 +143,7 @@ class StepOptions:
         the model is built, where ``auto`` reads as ``buckets``, the path whose XLA flags
         must be set first).
 
-        >>> config = TrainingConfig(strategy="jax-pmean", workers=4)
+        >>> config = TrainingConfig(strategy="jax-pmean", ranks=4)
         >>> StepOptions.of(config, gradient_bytes=94 * 2**20).reduction
         'buckets'
         >>> StepOptions.of(config, gradient_bytes=2**20).reduction
@@ -162,8 +162,8 @@ class StepOptions:
                NO_REDUCTION: "none"}[self.reduction]
         picked = [key for key in ("gradient_reduction", "gradient_reduce_dtype")
                   if getattr(config, key) == AUTO]
-        why = (f" (auto: {gradient_bytes / 2**20:.1f} MB of gradients, {config.workers} "
-               f"device{'s' if config.workers > 1 else ''})" if picked else "")
+        why = (f" (auto: {gradient_bytes / 2**20:.1f} MB of gradients, {config.ranks} "
+               f"device{'s' if config.ranks > 1 else ''})" if picked else "")
         return f"gradients: {how}, {self.reduce_dtype}{why}"
 
     @property
@@ -191,13 +191,13 @@ def chosen_reduction(config: TrainingConfig, gradient_bytes: int) -> str:
     """How ``auto`` averages ``gradient_bytes`` of gradients: one all-reduce on one device or
     for gradients that fill fewer than :data:`BUCKETS_FROM` buckets, buckets otherwise.
 
-    >>> config = TrainingConfig(strategy="jax-pmean", workers=2, gradient_bucket_mb=25)
+    >>> config = TrainingConfig(strategy="jax-pmean", ranks=2, gradient_bucket_mb=25)
     >>> chosen_reduction(config, 94 * 2**20), chosen_reduction(config, 30 * 2**20)
     ('buckets', 'allreduce')
-    >>> chosen_reduction(config.replace(workers=1), 94 * 2**20)
+    >>> chosen_reduction(config.replace(ranks=1), 94 * 2**20)
     'allreduce'
     """
-    if config.workers == 1 or gradient_bytes < BUCKETS_FROM * config.gradient_bucket_mb * 2**20:
+    if config.ranks == 1 or gradient_bytes < BUCKETS_FROM * config.gradient_bucket_mb * 2**20:
         return ALLREDUCE
     return BUCKETS
 
@@ -350,14 +350,14 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
     from jax.sharding import PartitionSpec as P
 
     axis = mesh.axis_names[0]
-    workers = int(mesh.devices.size)
+    ranks = int(mesh.devices.size)
     replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P(axis))
     optimizer = new_optimizer()
     optimizer.build(model.trainable_variables)
     variables = list(model.trainable_variables)
     shapes = [tuple(v.shape) for v in variables]
     sizes = [int(np.prod(shape)) for shape in shapes]
-    shards = [-(-size // workers) for size in sizes]
+    shards = [-(-size // ranks) for size in sizes]
     travel = jnp.dtype(options.reduce_dtype)
     buckets = gradient_buckets(sizes, travel.itemsize, options.bucket_bytes)
     floating = [jnp.issubdtype(v.dtype, jnp.floating) for v in model.non_trainable_variables]
@@ -378,7 +378,7 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
         return gradient.astype(travel)
 
     def arrived(total: Array, like: Array) -> Array:
-        return (total.astype(jnp.float32) / workers).astype(like.dtype)
+        return (total.astype(jnp.float32) / ranks).astype(like.dtype)
 
     def all_reduced(grads: list[Array]) -> list[Array]:
         if options.reduction == NO_REDUCTION:
@@ -398,10 +398,10 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
         return reduced
 
     def padded(value: Array, index: int) -> Array:
-        """A variable flattened and padded to ``workers`` equal shares, one row each."""
+        """A variable flattened and padded to ``ranks`` equal shares, one row each."""
         flat = value.ravel()
-        return jnp.pad(flat, (0, workers * shards[index] - sizes[index])).reshape(
-            workers, shards[index])
+        return jnp.pad(flat, (0, ranks * shards[index] - sizes[index])).reshape(
+            ranks, shards[index])
 
     def gathered(shares: list[Array]) -> list[Array]:
         """Every variable whole again from the devices' shares, one all-gather per bucket."""
@@ -438,7 +438,7 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
             moving = jax.lax.pmean([v for v, f in zip(updated, floating, strict=True) if f],
                                    axis)[::-1]
             updated = [moving.pop() if f else v for v, f in zip(updated, floating, strict=True)]
-            step_totals = jax.lax.psum(step_totals, axis) / workers
+            step_totals = jax.lax.psum(step_totals, axis) / ranks
         if sharded:
             trainable, optimizer_vars = sharded_update(trainable, grads, optimizer_vars)
         else:
@@ -446,9 +446,9 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
                                                                 all_reduced(grads), trainable)
         return (trainable, [v[None] for v in updated], optimizer_vars), totals + step_totals[None]
 
-    # non-trainable variables carry one copy per device: (workers, *shape), split; under
+    # non-trainable variables carry one copy per device: (ranks, *shape), split; under
     # reduce-scatter the weights are their devices' shares, gathered as a step starts (so
-    # the gather can overlap the forward pass), each (workers * share,) split
+    # the gather can overlap the forward pass), each (ranks * share,) split
     weight_spec = P(axis) if sharded else P()
     state_specs = (weight_spec, P(axis), optimizer_specs)
 
@@ -490,15 +490,15 @@ def build_device_step(model: KerasModel, new_optimizer: Callable[[], KerasOptimi
         return own_copies(state[0]), state[1], state[2]
 
     def flat_shares(value: np.ndarray, index: int) -> np.ndarray:
-        return np.pad(value.ravel(), (0, workers * shards[index] - sizes[index]))
+        return np.pad(value.ravel(), (0, ranks * shards[index] - sizes[index]))
 
     # host copies: the step donates its state, which must not take the model's own buffers
     state: State = (
         jax.device_put([flat_shares(np.asarray(v.value), i) if sharded else np.asarray(v.value)
                         for i, v in enumerate(variables)], split if sharded else replicated),
-        jax.device_put([np.stack([np.asarray(v.value)] * workers)
+        jax.device_put([np.stack([np.asarray(v.value)] * ranks)
                         for v in model.non_trainable_variables], split),
-        [jax.device_put(np.concatenate([np.asarray(v.value)] * workers) if s
+        [jax.device_put(np.concatenate([np.asarray(v.value)] * ranks) if s
                         else np.asarray(v.value), split if s else replicated)
          for v, s in zip(updater.variables, split_slots, strict=True)])
 
@@ -537,7 +537,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         raise UnavailableError(f"Keras runs on {keras.backend.backend()}; set KERAS_BACKEND=jax "
                                "(accelml.dl.launch does)")
     devices = _devices(jax, config)
-    workers = len(devices)
+    ranks = len(devices)
     mesh = Mesh(np.array(devices), ("batch",))
     replicated, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
     keras.distribution.set_distribution(
@@ -550,14 +550,14 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     shape = (image_size, image_size, channels) if image_size else data.image_shape
     model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
     batch = config.batch_size
-    steps = steps_per_epoch(len(data.x_train), workers, batch, config.steps_per_epoch)
+    steps = steps_per_epoch(len(data.x_train), ranks, batch, config.steps_per_epoch)
     learning_rate = make_learning_rate(keras, keras.ops, config, steps)
     loss_fn = keras.losses.SparseCategoricalCrossentropy()
     preprocess = make_preprocess(image_size)
 
-    block = len(data.x_train) // workers
-    x_blocks = np.stack([data.x_train[i::workers][:block] for i in range(workers)])
-    y_blocks = np.stack([data.y_train[i::workers][:block] for i in range(workers)])
+    block = len(data.x_train) // ranks
+    x_blocks = np.stack([data.x_train[i::ranks][:block] for i in range(ranks)])
+    y_blocks = np.stack([data.y_train[i::ranks][:block] for i in range(ranks)])
     x_dev = jax.device_put(x_blocks, split)
     y_dev = jax.device_put(y_blocks.astype(np.int32), split)
 
@@ -572,10 +572,10 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             model, functools.partial(make_optimizer, keras, config, learning_rate), loss_fn,
             mesh, batch, preprocess, options)
         optimizer, state = program.optimizer, program.state
-        totals_shape, totals_sharding = (workers, 3), split
+        totals_shape, totals_sharding = (ranks, 3), split
         one_step = program.step.lower(  # type: ignore[attr-defined]
             state, jax.device_put(np.zeros(totals_shape, np.float32), totals_sharding),
-            x_dev, y_dev, jax.device_put(np.zeros((workers, block), np.int32), split),
+            x_dev, y_dev, jax.device_put(np.zeros((ranks, block), np.int32), split),
             step_numbers[0]).compile()
         step_flops = _flops(one_step)
         per_dispatch = steps_per_dispatch(config, step_flops, steps)
@@ -628,7 +628,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     rng = np.random.default_rng(config.seed)
     # XLA's CPU devices (forced host devices) can deadlock in an all-reduce when several
     # steps are queued on a busy machine, so there each step finishes before the next
-    in_lockstep = config.device != "gpu" and workers > 1
+    in_lockstep = config.device != "gpu" and ranks > 1
     setup_s = clock.seconds()
 
     records: list[EpochRecord] = []
@@ -638,7 +638,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         clock = Clock()
         order = jax.device_put(
             np.stack([rng.permutation(block) if config.shuffle else np.arange(block)
-                      for _ in range(workers)]).astype(np.int32), split)
+                      for _ in range(ranks)]).astype(np.int32), split)
         totals = jax.device_put(np.zeros(totals_shape, np.float32), totals_sharding)
         for first in range(0, steps, per_dispatch):
             count = min(per_dispatch, steps - first)
@@ -683,8 +683,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     digests = _device_digests(model, program.device_copies(state) if per_device else state,
                               devices, stacked=per_device)
     return TrainingResult(
-        strategy=config.strategy, model=config.model, dataset=data.name, workers=workers,
-        batch_per_worker=batch, global_batch=batch * workers,
+        strategy=config.strategy, model=config.model, dataset=data.name, ranks=ranks,
+        batch_per_rank=batch, global_batch=batch * ranks,
         learning_rate=config.scaled_learning_rate, parameters=int(model.count_params()),
         train_samples=len(data.x_train), test_samples=len(data.x_test), steps_per_epoch=steps,
         epochs=tuple(records), test_loss=test_loss, test_accuracy=test_accuracy,
@@ -794,28 +794,28 @@ def _summary_writer(directory: str) -> Callable[[EpochRecord], None]:
 
 
 def jax_rank_environment(config: TrainingConfig) -> dict[str, str]:
-    """JAX on the config's device: on CPU, ``workers`` XLA host devices; on GPU, no up-front
+    """JAX on the config's device: on CPU, ``ranks`` XLA host devices; on GPU, no up-front
     memory grab (XLA otherwise takes 75% of each GPU, and the recorded peak GPU memory
     would be that, not what the model needs).
 
-    >>> jax_rank_environment(TrainingConfig(strategy="jax-pmean", workers=2))["JAX_PLATFORMS"]
+    >>> jax_rank_environment(TrainingConfig(strategy="jax-pmean", ranks=2))["JAX_PLATFORMS"]
     'cpu'
     """
     if config.device == "gpu":
         return {"XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE",
                                                                 "false")}
     env = {"JAX_PLATFORMS": "cpu"}
-    if config.workers > 1:
+    if config.ranks > 1:
         flags = os.environ.get("XLA_FLAGS", "")
         env["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count="
-                            f"{config.workers}").strip()
+                            f"{config.ranks}").strip()
     return env
 
 
 _DATA_PARALLEL = Strategy(
     name="jax-dataparallel",
     doc="Keras 3 on JAX, one process: one jitted step over the global batch sharded across "
-        "`workers` devices (keras.distribution.DataParallel; global BatchNorm)",
+        "`ranks` devices (keras.distribution.DataParallel; global BatchNorm)",
     keras_backends=("jax",),
     train=train,
     probe=functools.partial(requirements, probe_keras, probe_jax),

@@ -161,5 +161,5 @@ STRATEGY = Strategy(
         environment=deterministic_environment),
     libraries=("keras",),
     rank_environment=rank_environment,
-    max_workers=1,
+    max_ranks=1,
 )

@@ -93,7 +93,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
             processes = slurm_tasks_per_node()
         elif os.environ.get("TF_CONFIG"):
             task = int(json.loads(os.environ["TF_CONFIG"])["task"]["index"])
-            processes = config.workers
+            processes = config.ranks
         local_index = int(os.environ.get("SLURM_LOCALID", "0")) if in_slurm_step() else task
         devices = tf_devices.configure(tf, config.device, gpu_index=local_index,
                                        processes_per_host=processes)
@@ -104,8 +104,8 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         rank = task
     else:
         devices = tf_devices.configure(
-            tf, config.device, gpus_wanted=config.workers,
-            logical_cpus=config.workers if config.strategy == "mirrored" else 0)
+            tf, config.device, gpus_wanted=config.ranks,
+            logical_cpus=config.ranks if config.strategy == "mirrored" else 0)
         strategy = (tf.distribute.MirroredStrategy(devices) if config.strategy == "mirrored"
                     else tf.distribute.get_strategy())
         import keras
@@ -114,15 +114,15 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         rank = 0
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    if strategy.num_replicas_in_sync != config.workers:
+    if strategy.num_replicas_in_sync != config.ranks:
         raise UnavailableError(f"{config.strategy} has {strategy.num_replicas_in_sync} "
-                               f"replica(s), the case asks for {config.workers}")
+                               f"replica(s), the case asks for {config.ranks}")
     tf_devices.set_precision(keras, config.precision)
     keras.utils.set_random_seed(config.seed)
 
     image_size = config.image_size if data.name != "generated" else None
     shape = ((image_size, image_size, data.image_shape[2]) if image_size else data.image_shape)
-    steps = steps_per_epoch(len(data.x_train), config.workers, config.batch_size,
+    steps = steps_per_epoch(len(data.x_train), config.ranks, config.batch_size,
                             config.steps_per_epoch)
     with strategy.scope():
         model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
@@ -195,7 +195,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         shutil.rmtree(scratch, ignore_errors=True)
     return TrainingResult(
         strategy=config.strategy, model=config.model, dataset=data.name,
-        workers=config.workers, batch_per_worker=config.batch_size,
+        ranks=config.ranks, batch_per_rank=config.batch_size,
         global_batch=config.global_batch_size, learning_rate=config.scaled_learning_rate,
         parameters=int(model.count_params()), train_samples=len(data.x_train),
         test_samples=len(data.x_test), steps_per_epoch=steps, epochs=tuple(records),
@@ -252,7 +252,7 @@ _SINGLE = Strategy(
                             environment=tensorflow_deterministic_environment,
                             seeds_tensorflow=True),
     libraries=("keras", "tensorflow"),
-    max_workers=1,
+    max_ranks=1,
     default=True,
 )
 _IN_DEVICE_ORDER = dataclasses.replace(_SINGLE.determinism, expectation=Expectation(
@@ -261,13 +261,13 @@ _IN_DEVICE_ORDER = dataclasses.replace(_SINGLE.determinism, expectation=Expectat
 STRATEGY = (
     _SINGLE,
     dataclasses.replace(
-        _SINGLE, name="mirrored", max_workers=None, default=False,
-        doc="tf.distribute.MirroredStrategy: one process, `workers` devices of one host "
+        _SINGLE, name="mirrored", max_ranks=None, default=False,
+        doc="tf.distribute.MirroredStrategy: one process, `ranks` devices of one host "
             "(logical CPU devices without GPUs)",
         determinism=_IN_DEVICE_ORDER),
     dataclasses.replace(
-        _SINGLE, name="multiworker", max_workers=None, default=False,
-        doc="tf.distribute.MultiWorkerMirroredStrategy: one process per worker, on tf_keras",
+        _SINGLE, name="multiworker", max_ranks=None, default=False,
+        doc="tf.distribute.MultiWorkerMirroredStrategy: one process per rank, on tf_keras",
         probe=functools.partial(requirements, probe_keras, tensorflow_installed,
                                 functools.partial(installed, "tf_keras", "tf-keras", "tf-keras")),
         determinism=_IN_DEVICE_ORDER,

@@ -199,9 +199,9 @@ def train_on_torch(config: TrainingConfig, data: ImageData, connect: Connect) ->
 def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Collectives,
            clock: Clock) -> TrainingResult:
     rank, size = collectives.rank, collectives.size
-    if size != config.workers:
+    if size != config.ranks:
         raise AccelmlError(f"{config.strategy} started {size} rank(s) but the case asks for "
-                           f"{config.workers} workers")
+                           f"{config.ranks} ranks")
     device = place_rank(torch, config.device, collectives.local_rank, collectives.local_size)
     if config.deterministic:
         torch.use_deterministic_algorithms(True)
