@@ -8,7 +8,7 @@ broadcast after the first step, tf.data
 accumulation, the warm-up schedule, the per-epoch metric all-reduce and BatchNorm averaging.
 The figure is the median epoch time (first epoch excluded) divided by the steps per epoch.
 
-    .venv/bin/python benchmarks/bench_horovod_overhead.py --workers 1 2
+    .venv/bin/python benchmarks/bench_horovod_overhead.py --ranks 1 2
 """
 
 from __future__ import annotations
@@ -79,12 +79,12 @@ def plain_rank(args) -> None:
             json.dump({"epoch_times_s": times, "steps": args.steps}, handle)
 
 
-def run_plain(args, workers: int) -> dict:
+def run_plain(args, ranks: int) -> dict:
     horovodrun = shutil.which("horovodrun", path=os.path.dirname(sys.executable))
     out = tempfile.mktemp(suffix=".json")
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
            "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"}
-    command = [horovodrun, "-np", str(workers), "-H", f"localhost:{workers}", "--gloo",
+    command = [horovodrun, "-np", str(ranks), "-H", f"localhost:{ranks}", "--gloo",
                sys.executable, os.path.abspath(__file__), "--plain-rank", "--out", out,
                "--model", args.model, "--samples", str(args.samples), "--image-size",
                str(args.image_size), "--batch-size", str(args.batch_size), "--steps",
@@ -98,7 +98,7 @@ def run_plain(args, workers: int) -> dict:
     return result
 
 
-def run_accelml(args, workers: int) -> dict:
+def run_accelml(args, ranks: int) -> dict:
     from accelml.dl import TrainingConfig, launch
 
     config = TrainingConfig(model=args.model, dataset="generated", strategy="horovod",
@@ -106,7 +106,7 @@ def run_accelml(args, workers: int) -> dict:
                             image_size=args.image_size, batch_size=args.batch_size,
                             epochs=args.epochs, steps_per_epoch=args.steps,
                             learning_rate=0.01, warmup_epochs=1, time_limit_s=900)
-    result = launch(config, workers=workers, launcher="horovodrun")
+    result = launch(config, ranks=ranks, launcher="horovodrun")
     return {"epoch_times_s": list(result.epoch_times_s), "steps": result.steps_per_epoch}
 
 
@@ -116,7 +116,7 @@ def per_step_ms(result: dict) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--model", default="mnist_cnn")
     parser.add_argument("--samples", type=int, default=4096)
     parser.add_argument("--image-size", type=int, default=28)
@@ -136,15 +136,15 @@ def main() -> None:
     print(f"rounds: {args.rounds}, plain and accelml alternating (shared machines drift); "
           "figures are medians over rounds")
     print(f"{'ranks':>5} {'plain ms/step':>14} {'accelml ms/step':>16} {'overhead':>9}  rounds")
-    for workers in args.workers:
+    for ranks in args.ranks:
         plain, ours = [], []
         for round_index in range(args.rounds):
             runs = [("plain", run_plain), ("ours", run_accelml)]
             for name, run in runs if round_index % 2 == 0 else runs[::-1]:
-                (plain if name == "plain" else ours).append(per_step_ms(run(args, workers)))
+                (plain if name == "plain" else ours).append(per_step_ms(run(args, ranks)))
         p, o = statistics.median(plain), statistics.median(ours)
         detail = ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(plain, ours, strict=False))
-        print(f"{workers:>5} {p:>14.2f} {o:>16.2f} {o / p - 1:>+8.1%}  {detail}", flush=True)
+        print(f"{ranks:>5} {p:>14.2f} {o:>16.2f} {o / p - 1:>+8.1%}  {detail}", flush=True)
 
 
 if __name__ == "__main__":

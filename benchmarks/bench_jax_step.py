@@ -171,7 +171,7 @@ def measure(variants: list[Variant], steps: int, model_name: str, image_size: in
             models[variant.precision] = build_model(model_name, keras,
                                                     (image_size, image_size, 3), 10)
         model = models[variant.precision]
-        config = TrainingConfig(strategy="jax-pmean", workers=workers, batch_size=variant.batch,
+        config = TrainingConfig(strategy="jax-pmean", ranks=workers, batch_size=variant.batch,
                                 precision=variant.precision, learning_rate=0.01,
                                 device="gpu" if platform == "gpu" else "cpu",
                                 gradient_reduction=("allreduce" if variant.reduction == "none"

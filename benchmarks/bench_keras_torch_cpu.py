@@ -5,7 +5,7 @@ Each path trains the same tiny model through :func:`accelml.dl.launch` (real ran
 figure is the median epoch time after the first epoch divided by the steps per epoch, i.e.
 what one step costs every rank, all-reduce included. A path that cannot run here prints why.
 
-    .venv/bin/python benchmarks/bench_keras_torch_cpu.py --workers 1 2
+    .venv/bin/python benchmarks/bench_keras_torch_cpu.py --ranks 1 2
     .venv/bin/python benchmarks/bench_keras_torch_cpu.py --model mnist_cnn --dataset generated \\
         --image-size 28 --learning-rate 0.01
 """
@@ -28,7 +28,7 @@ PATHS = (("horovod", "tensorflow"), ("horovod", "torch"), ("torch-ddp", "torch")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--model", default="mlp")
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--image-size", type=int, default=None)
@@ -36,12 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--learning-rate", type=float, default=0.05)
     args = parser.parse_args(argv)
-    print(f"{'strategy':<10} {'engine':<11} {'workers':>7} {'ms/step':>8} {'img/s':>8} "
+    print(f"{'strategy':<10} {'engine':<11} {'ranks':>7} {'ms/step':>8} {'img/s':>8} "
           f"{'steps':>5} {'test acc':>8}")
     for strategy, engine in PATHS:
-        for workers in args.workers:
+        for ranks in args.ranks:
             config = TrainingConfig(model=args.model, dataset=args.dataset, strategy=strategy,
-                                    keras_backend=engine, workers=workers,
+                                    keras_backend=engine, ranks=ranks,
                                     batch_size=args.batch_size, epochs=args.epochs,
                                     image_size=args.image_size,
                                     learning_rate=args.learning_rate, seed=0,
@@ -49,10 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 result = launch(config)
             except AccelmlError as error:
-                print(f"{strategy:<10} {engine:<11} {workers:>7} unavailable: {error}")
+                print(f"{strategy:<10} {engine:<11} {ranks:>7} unavailable: {error}")
                 continue
             step_ms = 1000 * statistics.median(result.steady_epoch_times_s) / result.steps_per_epoch
-            print(f"{strategy:<10} {engine:<11} {workers:>7} {step_ms:>8.2f} "
+            print(f"{strategy:<10} {engine:<11} {ranks:>7} {step_ms:>8.2f} "
                   f"{result.images_per_s or 0:>8.0f} {result.steps_per_epoch:>5} "
                   f"{result.test_accuracy or 0:>8.3f}", flush=True)
     return 0

@@ -1,7 +1,7 @@
 """Does a scaling efficiency repeat? Compare two runs' speed-ups and efficiencies.
 
 Reads the latest run of each results directory (``compare --results-dir``), and prints, for
-each case on several workers, its speed-up over the 1-worker case with the interval (paired
+each case on several ranks, its speed-up over the 1-rank case with the interval (paired
 when the two took their epochs in turn), its efficiency, and how far run 2's efficiency is
 from run 1's. Target (issue 29, the GPU pair jax-pmean 1 vs 4 GPUs): within +-0.02.
 
@@ -28,7 +28,7 @@ def latest_scalings(directory: str):
     results = store.case_results(run.run_id)
     by_id = {result.case_id: result for result in results}
     return run.run_id, {case_id: (by_id[case_id], value) for case_id, value in scaling(results).items()
-                        if by_id[case_id].workers > 1}
+                        if by_id[case_id].ranks > 1}
 
 
 def main() -> int:
@@ -54,7 +54,7 @@ def main() -> int:
             texts.append(f"speed-up {value.speedup:.3f}x ({value.low:.3f}-{value.high:.3f} "
                          f"{value.measurement}), efficiency {value.efficiency:.3f} "
                          f"({low:.3f}-{high:.3f})")
-        print(f"{result.strategy} x{result.workers} on {result.device}, {result.algorithm}: "
+        print(f"{result.strategy} x{result.ranks} on {result.device}, {result.algorithm}: "
               f"run 1 {texts[0]}; run 2 {texts[1]}; |efficiency 2 - 1| = {gap:.3f} "
               f"({'within' if gap <= args.within else 'NOT within'} +-{args.within})")
     print(f"runs {runs[0][0]} and {runs[1][0]}: efficiency repeats within +-{args.within}: "
