@@ -76,7 +76,7 @@ params = { epochs = 3, batch_size = 32, learning_rate = 0.05 }
 """
 
 
-def test_a_real_cpu_run_of_two_engines_names_them_per_worker(tmp_path):
+def test_a_real_cpu_run_of_two_engines_names_them_per_rank(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed")
     pytest.importorskip("torch", reason="torch is not installed")
     from accelml.cli import main
@@ -91,9 +91,9 @@ def test_a_real_cpu_run_of_two_engines_names_them_per_worker(tmp_path):
     assert torch and jax and comparison.engine_ratio == pytest.approx(torch / jax)
     assert (comparison.engine, comparison.reference_engine) == ("torch", "jax")
     ratio = f"{torch / jax:.2f}" if torch / jax >= 0.1 else f"{torch / jax:.2g}"
-    assert (f"x1 [torch-ddp] vs [jax-pmean]: per worker, engine torch = {ratio} × engine jax"
+    assert (f"x1 [torch-ddp] vs [jax-pmean]: per rank, engine torch = {ratio} × engine jax"
             in report.text())
-    assert "img/s per worker" in report.text()
+    assert "img/s per rank" in report.text()
 
 
 def test_strategies_on_the_same_engine_are_compared_as_strategies(tmp_path):

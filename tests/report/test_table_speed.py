@@ -63,7 +63,7 @@ def test_scaling_uses_the_one_worker_case_of_the_same_strategy():
     found = scaling(results)
     assert found["m2"].baseline_case_id == "m1" and found["m2"].speedup == 2.0
     assert found["h2"].baseline_case_id == "h1" and found["h2"].speedup == 1.5
-    # no 1-worker multiworker case: measured against the single-process case
+    # no 1-rank multiworker case: measured against the single-process case
     assert found["w2"].baseline_case_id == "s1" and found["w2"].speedup == 2.0
     # another model has its own baseline
     assert found["o2"].baseline_case_id == "o1" and found["o2"].efficiency == 0.5

@@ -1,5 +1,5 @@
 """Trainings in an interleaved group: each epoch after the first is one round, taken in turn
-with the training's 1-worker case, its ranks held warm between turns (real processes)."""
+with the training's 1-rank case, its ranks held warm between turns (real processes)."""
 
 import pytest
 
@@ -41,7 +41,7 @@ def _scaling_in_turns(tmp_path, strategy: str):
     one, two = sorted(results, key=lambda result: result.ranks)
     ids = (one.case_id, two.case_id)
     assert one.measurement == two.measurement == INTERLEAVED, two.measurement_note
-    assert one.turn_group == two.turn_group == ids       # the 1-worker case first
+    assert one.turn_group == two.turn_group == ids       # the 1-rank case first
     for result in (one, two):
         epoch = result.timing("epoch")
         assert epoch is not None and len(epoch.samples) == 4 and len(epoch.warmup_samples) == 1
