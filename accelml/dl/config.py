@@ -344,8 +344,9 @@ class TrainingConfig(JSONRecord):
     time training starts (the runner gives each case one). ``horovod_*`` are passed to Horovod
     as its environment (by the strategies that run on Horovod). ``step_capture``
     ``"cuda-graph"`` replays Keras-on-torch training steps from CUDA graphs (GPUs; see
-    :mod:`accelml.dl.strategies.torch_loop`), ``"compiled"`` compiles their forward pass and
-    loss with Inductor (``torch.compile``; the backward through AOTAutograd) and, on GPUs,
+    :mod:`accelml.dl.strategies.torch_loop`), ``"compiled"`` compiles their forward pass,
+    loss and optimizer update with Inductor (``torch.compile``; the backward through
+    AOTAutograd) and, on GPUs,
     replays the step from CUDA graphs too (on CPUs the compiled step runs as it is), ``"none"``
     runs them eagerly, and ``"auto"`` (the default) does :data:`AUTO_STEP_CAPTURE` wherever it
     can capture (:attr:`captures_steps`); every one falls back, with the reason, where

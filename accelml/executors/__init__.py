@@ -64,8 +64,10 @@ def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None, *,
     """Raise :class:`SpecError` (one line, naming the case) for the first case beyond what
     ``settings``' scheduler can give (e.g. more ranks than this machine has cores, for
     ``--cluster local``): call it before anything runs or is written. With
-    ``only_available`` (``--only-available``) nothing is raised: the answer is case_id ->
-    why, for the cases to record as unavailable while the others run.
+    ``only_available`` (``--only-available``) nothing is raised. The answer is case_id -> why,
+    for the cases to record as unavailable, never started, while the others run: those beyond
+    the scheduler (with ``only_available``) and, always, those needing what the machine that
+    runs them lacks (more GPUs than it has), so that no comparison group waits on them.
 
     >>> from accelml.cases import DatasetSpec
     >>> case = Case("mlp", "keras", "cpu", DatasetSpec("d", "shipped"), ranks=10**6,
@@ -80,7 +82,12 @@ def ensure_scale(cases: Sequence[Case], settings: ClusterSettings | None, *,
     scheduler = SCHEDULERS.get((settings or ClusterSettings()).kind)
     problems = {}
     for case in cases:
-        problem = scheduler.scale_problem(CaseNeeds.of_case(case))
+        needs = CaseNeeds.of_case(case)
+        shortfall = scheduler.shortfall(needs)
+        if shortfall is not None:
+            problems[case.case_id] = shortfall
+            continue
+        problem = scheduler.scale_problem(needs)
         if problem is not None and not only_available:
             raise SpecError(f"case {case.label}: {problem}")
         if problem is not None:

@@ -148,7 +148,10 @@ class Scheduler:
     ``job_queue`` says how to write, submit, watch and cancel worker jobs (None: no jobs);
     ``preview_as`` names the scheduler whose job scripts ``accelml slurm-script`` prints
     for this one when it writes none itself; ``scale_problem(needs)`` says why a case with
-    these needs is beyond what the scheduler can give (checked before anything runs), or None.
+    these needs is beyond what the scheduler can give (checked before anything runs: refused,
+    or skipped with ``--only-available``), or None; ``shortfall(needs)`` why the machine the
+    cases run on lacks what a case needs (GPUs), or None: such a case is recorded unavailable
+    without starting, before cases are grouped to take turns, and the others run.
     """
 
     name: str
@@ -156,6 +159,7 @@ class Scheduler:
     job_queue: JobQueue | None = None
     preview_as: str | None = None
     scale_problem: Callable[[CaseNeeds], str | None] = _any_scale
+    shortfall: Callable[[CaseNeeds], str | None] = _any_scale
 
     def queue(self) -> JobQueue:
         """:attr:`job_queue`; a one-line :class:`SpecError` for a scheduler that submits no jobs."""

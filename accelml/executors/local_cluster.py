@@ -147,6 +147,15 @@ def scale_problem(needs: CaseNeeds) -> str | None:
     return None
 
 
+def machine_shortfall(needs: CaseNeeds) -> str | None:
+    """Why this machine cannot run a case with ``needs`` (more GPUs than it has), or None.
+
+    >>> machine_shortfall(CaseNeeds(gpus=0)) is None
+    True
+    """
+    return gpu_shortfall([needs]).get(0)
+
+
 def gpu_shortfall(needs: Sequence[CaseNeeds]) -> dict[int, str]:
     """index -> why this machine cannot run it, for every need asking for more GPUs than
     :func:`accelml.probe.list_gpus` finds (NVML is asked only when some need has GPUs). A

@@ -30,7 +30,7 @@ from accelml.report.labels import params_text, varying_params
 from accelml.report.matrix_table import format_matrix
 from accelml.report.speed import EngineComparison, GeometricMeanSpeedup, engine_comparisons
 from accelml.report.table import Row, json_clean, render_text
-from accelml.report.terminal import against_text, crossover_text, engines_text, scaling_text, speedup_text
+from accelml.report.terminal import against_text, crossover_text, engines_text, paths_text, scaling_text, speedup_text
 from accelml.results.records import CaseResult, Environment, RunRecord
 from accelml.results.store import ResultsStore
 
@@ -203,6 +203,7 @@ class RunReport:
         parts.append(scaling)
         parts.append(crossover_text(self.crossovers()))
         parts.append(engines_text(self.engine_comparisons()))
+        parts.append(paths_text(self.results, width))
         if self.failed:
             lines = [f"{len(self.failed)} of {len(self.results)} case(s) FAILED:"]
             lines += [f"  {r.case_id} {r.label}: {r.failure.value}: {r.reason}"

@@ -8,13 +8,14 @@ one run against another.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 from accelml.report import plots
 from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover
 from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, rank_unit
-from accelml.results.records import RunRecord
+from accelml.results.records import CaseResult, RunRecord
 
 
 def speedup_text(reference: str | None, speedups: Sequence[GeometricMeanSpeedup]) -> str:
@@ -154,6 +155,24 @@ def engines_text(comparisons: Sequence[EngineComparison]) -> str:
     return "\n".join([f"speed per {unit} across strategies (images/s per {unit}; the "
                       f"1-{unit} ratio is the engines', what changes at N the strategies'):",
                       *(f"  {comparison.text()}" for comparison in comparisons)])
+
+
+def paths_text(results: Sequence[CaseResult], width: int | None = None) -> str:
+    """How each training case's step ran, as it recorded (its path: capture, compiling,
+    reduction, and where measured a step timed phase by phase), one entry a case, wrapped at
+    ``width`` (None: one line each); empty if none.
+
+    >>> paths_text([])
+    ''
+    """
+    lines = [f"  {result.label}: {result.dl.path}" for result in results
+             if result.dl is not None and result.dl.path]
+    if not lines:
+        return ""
+    if width is not None:
+        lines = [textwrap.fill(line, width, subsequent_indent="      ", break_on_hyphens=False)
+                 for line in lines]
+    return "\n".join(["how each training ran (its step's recorded path):", *lines])
 
 
 def against_text(run: RunRecord, against: RunComparison) -> str:

@@ -8,7 +8,8 @@
 #   benchmarks/gpu/device.sh horovod-torch WHEEL_DIR    # build Horovod (PyTorch + NCCL) into /tmp/site
 #   benchmarks/gpu/device.sh check-xgboost              # CUDA build, the NCCL it loads, xgboost.dask imports
 #   benchmarks/gpu/device.sh compare SPEC RESULTS [ARGS...]   # python -m accelml compare on the GPUs
-#   benchmarks/gpu/device.sh pair SPEC RESULTS          # compare twice (RESULTS-1, RESULTS-2), then
+#   benchmarks/gpu/device.sh pair SPEC RESULTS          # compare twice (RESULTS-1, RESULTS-2; cases
+#                                                       # needing more GPUs than here skipped), then
 #                                                       # whether each efficiency repeats within +-0.02
 #   benchmarks/gpu/device.sh pack RESULTS TARBALL       # the results dir as one file
 #
@@ -46,11 +47,11 @@ print('a 5-round fit on', b.save_config().count('cuda'), 'cuda mentions; ok')" ;
     cd "$repo" && python3 -m accelml compare "$spec" --results-dir "$results" --no-progress "$@" ;;
   pair)
     spec=${2:?spec}; results=${3:?results dir}
-    for run in 1 2; do "$0" compare "$spec" "$results-$run"; done
+    for run in 1 2; do "$0" compare "$spec" "$results-$run" --only-available; done
     PYTHONPATH="$site:$repo${PYTHONPATH:+:$PYTHONPATH}" python3 "$repo/benchmarks/gpu/scaling_repeat.py" \
       "$results-1" "$results-2" ;;
   pack)
     tar -czf "${3:?tarball}" -C "$(dirname "${2:?results dir}")" "$(basename "$2")" ;;
   *)
-    sed -n '2,21p' "$0"; exit 2 ;;
+    sed -n '2,22p' "$0"; exit 2 ;;
 esac

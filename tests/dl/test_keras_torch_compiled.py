@@ -1,4 +1,4 @@
-"""Keras 3 on PyTorch, ``step_capture = "compiled"``: the forward pass and loss compiled by
+"""Keras 3 on PyTorch, ``step_capture = "compiled"``: the forward pass, loss and update compiled by
 Inductor (on CPUs here: C++ kernels; no CUDA graph) train as the eager steps do.
 
 Fused kernels round differently from Keras's one-op-at-a-time kernels, so the weights agree
@@ -67,7 +67,7 @@ def _assert_close(compiled, eager) -> None:
 @pytest.mark.slow
 def test_compiled_step_trains_to_the_eager_weights_on_one_rank(compiled_one, eager_one):
     result, _ = compiled_one
-    assert result.path.startswith("Inductor-compiled forward and loss (asked: ")
+    assert result.path.startswith("Inductor-compiled forward and loss + update (asked: ")
     assert result.path.endswith("not captured (CUDA graphs need a GPU)")
     _assert_close(compiled_one, eager_one)
 
@@ -78,7 +78,7 @@ def test_compiled_step_on_two_ddp_ranks_keeps_ranks_identical(tmp_path_factory):
     eager = _run(tmp_path_factory, "eager-2", ranks=2, step_capture="none")
     compiled = _run(tmp_path_factory, "compiled-2", ranks=2, step_capture="compiled")
     result, _ = compiled
-    assert result.path.startswith("Inductor-compiled forward and loss")
+    assert result.path.startswith("Inductor-compiled forward and loss + update")
     assert len(result.rank_digests) == 2 and len(set(result.rank_digests)) == 1
     _assert_close(compiled, eager)
 

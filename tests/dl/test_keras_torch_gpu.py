@@ -11,6 +11,7 @@ there is no GPU (these run on the lent GPU machines: benchmarks/gpu/device.sh).
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import pytest
 
@@ -26,6 +27,9 @@ BASE = TrainingConfig(model="small_resnet", model_options={"blocks": 2, "width":
                       dataset="digits", strategy="torch-ddp", keras_backend="torch",
                       device="gpu", batch_size=32, epochs=3, learning_rate=0.05,
                       deterministic=True, seed=5, time_limit_s=300)
+
+
+TIMED = r"a step timed phase by phase over \d+ more steps \(undone\): [\d.]+ ms = "
 
 
 def _both(config: TrainingConfig, ranks: int, tmp_path):
@@ -47,7 +51,8 @@ def test_captured_steps_end_with_the_eager_weights_on_one_gpu(gpus, strategy, re
     _horovod_or_skip(strategy, request)
     eager, captured = _both(BASE.replace(strategy=strategy), 1, tmp_path)
     assert captured.devices == ("cuda:0",)
-    assert captured.weights_digest == eager.weights_digest
+    assert re.search(TIMED + r"step [\d.]+ ms on the GPU", captured.path), captured.path
+    assert captured.weights_digest == eager.weights_digest      # the timed steps were undone
     assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
     assert captured.epochs[-1].loss < captured.epochs[0].loss
 
@@ -59,6 +64,9 @@ def test_captured_steps_average_across_two_gpus(gpus, strategy, request, tmp_pat
     _horovod_or_skip(strategy, request)
     eager, captured = _both(BASE.replace(strategy=strategy, ranks=2), 2, tmp_path)
     assert len(set(captured.rank_digests)) == 1 and len(captured.rank_digests) == 2
+    phases = (r"forward-backward [\d.]+ \+ all-reduce [\d.]+ \+ update [\d.]+"
+              if strategy == "horovod" else r"step [\d.]+")
+    assert re.search(TIMED + phases + " ms on the GPU", captured.path), captured.path
     assert captured.weights_digest == eager.weights_digest
     assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
 
@@ -78,7 +86,7 @@ def test_compiled_steps_train_as_eager_steps(gpus, ranks, tmp_path):
         runs[capture] = (launch(config, ranks=ranks, work_dir=str(tmp_path / capture)),
                          saved_model_weights(tmp_path / capture / "out"))
     (compiled, weights), (eager, eager_weights) = runs["compiled"], runs["none"]
-    assert compiled.path.startswith("Inductor-compiled forward and loss (asked: "), compiled.path
+    assert compiled.path.startswith("Inductor-compiled forward and loss + update (asked: "), compiled.path
     assert "CUDA graph" in compiled.path
     assert len(set(compiled.rank_digests)) == 1 and len(compiled.rank_digests) == ranks
     assert largest_difference(weights, eager_weights) <= COMPILED_TOLERANCE

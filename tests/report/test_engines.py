@@ -6,6 +6,7 @@ jax-pmean against torch-ddp on 1 and 4 GPUs) and from a real CPU run of two stra
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from pathlib import Path
@@ -94,6 +95,13 @@ def test_a_real_cpu_run_of_two_engines_names_them_per_rank(tmp_path):
     assert (f"x1 [torch-ddp] vs [jax-pmean]: per rank, engine torch = {ratio} × engine jax"
             in report.text())
     assert "img/s per rank" in report.text()
+    # how each training ran: every case's recorded path, in the text and on the page
+    text, page = report.text(), render_html(report)
+    for result in report.results:
+        assert result.dl is not None and result.dl.path
+        assert f"  {result.label}: {result.dl.path}" in text
+        assert html.escape(result.dl.path) in page
+    assert "how each training ran" in text and 'id="paths"' in page
 
 
 def test_strategies_on_the_same_engine_are_compared_as_strategies(tmp_path):

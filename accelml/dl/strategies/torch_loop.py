@@ -43,6 +43,8 @@ batch is converted to float (and resized, e.g. CIFAR-10 to 128x128) on the devic
 from __future__ import annotations
 
 import os
+import statistics
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,7 +69,7 @@ from accelml.dl.engines import CUBLAS_DETERMINISTIC_WORKSPACE
 from accelml.dl.models import build_model
 from accelml.dl.pipelines import steps_per_epoch
 from accelml.dl.strategies import AUTO
-from accelml.dl.strategies._torch_compile import CompiledOrEager, prepare_for_inductor
+from accelml.dl.strategies._torch_compile import CompiledParts, prepare_for_inductor
 from accelml.dl.turns import EpochGate
 from accelml.errors import AccelmlError, SpecError, UnavailableError
 
@@ -247,29 +249,32 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         forward = averaging(model)
     reduce_after_backward = averaging is None and size > 1
 
-    def predict_and_loss(images: torch.Tensor,
+    def loss_and_metrics(images: torch.Tensor,
                          labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         predictions = forward(images, training=True)
-        return predictions, loss_fn(labels, predictions)
+        loss = loss_fn(labels, predictions)
+        return loss, measured(predictions, labels, loss)
 
-    compiled = CompiledOrEager(torch, predict_and_loss) if config.compiles_steps else None
-    predict = compiled or predict_and_loss
+    def update(gradients: list[torch.Tensor]) -> None:
+        with torch.no_grad():
+            optimizer.apply(gradients, trainable)
+
+    compiled = CompiledParts(torch, {"forward and loss": loss_and_metrics, "update": update}) \
+        if config.compiles_steps else None
+    predict = compiled.part("forward and loss") if compiled else loss_and_metrics
+    apply = compiled.part("update") if compiled else update
 
     def forward_backward(indices: torch.Tensor | slice) -> tuple[torch.Tensor, list[torch.Tensor]]:
         images, labels = shard.batch(indices)
         for variable in trainable:
             variable.value.grad = None
-        predictions, loss = predict(images, labels)
+        loss, metrics = predict(images, labels)
         if model.losses:
             loss = loss + sum(model.losses)
         optimizer.scale_loss(loss).backward()
         gradients = [v.value.grad if v.value.grad is not None else torch.zeros_like(v.value)
                      for v in trainable]
-        return measured(predictions, labels, loss), gradients
-
-    def apply(gradients: list[torch.Tensor]) -> None:
-        with torch.no_grad():
-            optimizer.apply(gradients, trainable)
+        return metrics, gradients
 
     def train_step(indices: torch.Tensor | slice) -> torch.Tensor:
         metrics, gradients = forward_backward(indices)
@@ -281,6 +286,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
     shard = _Shard(torch, data.x_train[rank::size][:steps * config.batch_size],
                    data.y_train[rank::size][:steps * config.batch_size], device, image_size)
     step: Step = train_step
+    captured: CapturedStep | None = None
     path = _eager_path(config)
     state = [v.value for v in [*model.weights, *optimizer.variables]]
     if compiled is not None and not capture:     # compiled (or failed to) before training
@@ -288,11 +294,12 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
             train_step(next(shard.picks(config.batch_size)))
     if capture:
         try:
-            step = _captured_step(
+            captured = _captured_step(
                 torch, forward_backward, apply,
                 collectives.average if reduce_after_backward else None,
                 state, [v.value for v in trainable], config.batch_size,
                 warmup=_DDP_CAPTURE_WARMUP if averaging is not None else _CAPTURE_WARMUP)
+            step = captured.step
             path = _captured_path(config, split=reduce_after_backward, ranks=size)
         except RecordingFailed as failure:
             if config.step_capture != AUTO:
@@ -333,6 +340,10 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         gate.end(epoch, record.seconds)
     if summaries is not None:
         summaries.close()
+    if captured is not None:
+        with _state_kept(torch, state, generator=True):
+            path += "; " + timed_phases(torch, captured, shard.picks(config.batch_size),
+                                        min(_TIMED_STEPS, steps))
 
     test_loss = test_accuracy = None
     if len(data.x_test):
@@ -361,14 +372,17 @@ def _eager_path(config: TrainingConfig) -> str:
     return "eager (auto: CUDA graphs need Keras on torch on a GPU)"
 
 
-def _compiled_path(config: TrainingConfig, compiled: CompiledOrEager, then: str) -> str:
-    """What :attr:`TrainingResult.path` says of a step compiled by Inductor (or that failed
-    to compile), ``then`` saying how it ran."""
+def _compiled_path(config: TrainingConfig, compiled: CompiledParts, then: str) -> str:
+    """What :attr:`TrainingResult.path` says of a step whose parts Inductor compiled (or failed
+    to), ``then`` saying how it ran."""
     how = "auto" if config.step_capture == AUTO else "asked"
-    if compiled.failure is not None:
-        return f"eager kernels ({how}: compiling failed: {compiled.failure}); {then}"
-    return (f"Inductor-compiled forward and loss ({how}: {compiled.graphs} graph(s), the "
-            f"backward through AOTAutograd); {then}")
+    failures = compiled.failures()
+    if not compiled.compiled_names():
+        return f"eager kernels ({how}: compiling failed: {next(iter(failures.values()))}); {then}"
+    eager = "".join(f"; {name} eager: compiling failed: {failure}"
+                    for name, failure in failures.items())
+    return (f"Inductor-compiled {' + '.join(compiled.compiled_names())} ({how}: "
+            f"{compiled.graphs()} graph(s), the backward through AOTAutograd{eager}); {then}")
 
 
 def _captured_path(config: TrainingConfig, split: bool, ranks: int) -> str:
@@ -381,6 +395,9 @@ def _captured_path(config: TrainingConfig, split: bool, ranks: int) -> str:
                 "averaged between them in one flat all-reduce")
     return f"CUDA graph ({how}): the whole step, gradient all-reduce inside, replayed"
 
+
+_TIMED_STEPS = 50
+"""Steps :func:`timed_phases` times after the last epoch (fewer where an epoch has fewer)."""
 
 _CAPTURE_WARMUP = 3
 _DDP_CAPTURE_WARMUP = 11
@@ -492,10 +509,20 @@ class _Recording:
         return self.outputs
 
 
+@dataclass(frozen=True)
+class CapturedStep:
+    """A step replayed from CUDA graphs: ``step(indices)`` trains on those images;
+    ``phases`` are its parts in order (name, work), which :func:`timed_phases` times."""
+
+    step: Step
+    phases: tuple[tuple[str, Callable[[], Any]], ...]
+    select: Callable[[Any], None]
+
+
 def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list[Any]]],
                    apply: Callable[[list[Any]], None],
                    average: Callable[[list[Any]], list[Any]] | None, state: list[Any],
-                   parameters: list[Any], batch_size: int, warmup: int) -> Step:
+                   parameters: list[Any], batch_size: int, warmup: int) -> CapturedStep:
     """The training step replayed from CUDA graphs: one graph for the whole step, or, where
     the gradients are averaged after the backward pass by a library that cannot be recorded
     (Horovod's background thread), a graph up to the gradients, ``average``, and a graph for
@@ -513,6 +540,7 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
             return metrics
 
         step = _Recording(torch, whole_step, warmup)
+        phases: tuple[tuple[str, Callable[[], Any]], ...] = (("step", step),)
     else:
         # the gradients leave the first graph as one flat buffer and come back averaged into
         # another, so the library makes one all-reduce of one tensor per step, with no
@@ -533,13 +561,17 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
         first = _Recording(torch, gradients_out, warmup)
         second = _Recording(torch, lambda: apply(averaged), warmup)
 
+        def exchange() -> None:
+            averaged_flat.copy_(average([flat])[0])
+
         def split_step() -> Any:
             metrics = first()
-            averaged_flat.copy_(average([flat])[0])
+            exchange()
             second()
             return metrics
 
         step = split_step
+        phases = (("forward-backward", first), ("all-reduce", exchange), ("update", second))
 
     constants: dict[tuple[object, ...], Any] = {}
     pinned: list[Any] = []
@@ -548,14 +580,44 @@ def _captured_step(torch: Any, forward_backward: Callable[[Any], tuple[Any, list
         for _ in range(warmup + 1):
             step()
 
-    def replayed(indices: Any, graph_inputs: tuple[Any, ...] = (constants, pinned)) -> Any:
+    def select(indices: Any, graph_inputs: tuple[Any, ...] = (constants, pinned)) -> None:
         # graph_inputs: kept alive as long as the step, since the graphs read them
         if isinstance(indices, slice):
             indices = torch.arange(indices.start, indices.stop, device=device)
         picked.copy_(indices)
+
+    def replayed(indices: Any) -> Any:
+        select(indices)
         return step()
 
-    return replayed
+    return CapturedStep(replayed, phases, select)
+
+
+def timed_phases(torch: Any, captured: CapturedStep, picks: Iterator[Any], steps: int) -> str:
+    """The captured step's time, phase by phase, over ``steps`` more steps (batches from
+    ``picks``), as text: the wall time a step and each phase's time on the GPU (CUDA events
+    on the step's stream; a phase waiting on another library, Horovod's all-reduce, counts
+    from the previous phase's end to its own), the rest being the GPU idle between steps,
+    waiting for the host. Medians over the steps. Every rank must call it (a phase may be a
+    collective); the caller undoes the steps' updates."""
+    marks = [[torch.cuda.Event(enable_timing=True) for _ in range(len(captured.phases) + 1)]
+             for _ in range(steps)]
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for events, indices in zip(marks, picks, strict=False):
+        captured.select(indices)
+        events[0].record()
+        for (_, work), event in zip(captured.phases, events[1:], strict=True):
+            work()
+            event.record()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - started) * 1000 / steps
+    parts = [(name, statistics.median(events[i].elapsed_time(events[i + 1]) for events in marks))
+             for i, (name, _) in enumerate(captured.phases)]
+    on_gpu = " + ".join(f"{name} {ms:.3f}" for name, ms in parts)
+    idle = wall - sum(ms for _, ms in parts)
+    return (f"a step timed phase by phase over {steps} more steps (undone): {wall:.3f} ms = "
+            f"{on_gpu} ms on the GPU + {max(idle, 0.0):.3f} ms waiting for the host")
 
 
 @contextmanager
