@@ -10,7 +10,7 @@ from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult, scale
 from accelml.errors import SpecError
 
 
-def test_global_batch_is_per_worker_times_workers():
+def test_global_batch_is_per_rank_times_ranks():
     config = TrainingConfig(strategy="horovod", ranks=4, batch_size=256)
     assert config.global_batch_size == 1024
 

@@ -314,7 +314,7 @@ def test_the_browser_check_sees_console_errors_exceptions_and_dialogs(browser, t
     assert page.dialogs == ["hi"]
 
 
-def test_terminal_report_of_a_scaling_run_gives_speedup_and_efficiency_per_worker_count(runs):
+def test_terminal_report_of_a_scaling_run_gives_speedup_and_efficiency_per_rank_count(runs):
     rep = load_report(runs.dl, runs.directory)
     epochs = {r.ranks: r.timing("epoch").median for r in rep.results if r.ok}
     text = rep.text()
