@@ -162,8 +162,10 @@ def slurm_available() -> str:
 
     Returns the partition name. A SLURM that should start here but does not is a test
     failure, not a skip. Called before every SLURM test (a third of a second when it is up):
-    it also clears a step daemon that slurmd never set up, which would otherwise keep its job
-    completing and the node held for the tests after it (``clear_stuck_steps`` in start.sh).
+    it also restarts a slurmd started before the PMIx library was installed, under which every
+    ``srun --mpi=pmix`` step hangs (``restart_slurmd_lacking_mpi`` in start.sh), and clears a
+    step daemon that slurmd never set up, which would otherwise keep its job completing and the
+    node held for the tests after it (``clear_stuck_steps``).
     """
     result = subprocess.run(["bash", str(SLURM_START), "start"], capture_output=True, text=True)
     if result.returncode == CANNOT_RUN_HERE:
