@@ -24,6 +24,8 @@ from .conftest import gone, leftovers, ranks_of, wait_for
 from .test_rank_cleanup import HOROVOD_SPEC
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
+WORK_UNIT = "tests/faults: real ranks and SLURM jobs"
+"""The fault suite's second serial chain (tests/conftest.py's work units), beside tests/faults' own."""
 
 DDP_SPEC = HOROVOD_SPEC.format(time_limit=600).replace(
     'strategy = "horovod"', 'strategy = "torch-ddp"\nkeras_backend = "torch"')

@@ -18,6 +18,8 @@ from .conftest import case_processes, gone, ranks_of, wait_for
 from .test_client_faults import spec_with
 
 pytestmark = [pytest.mark.faults, pytest.mark.horovod, pytest.mark.slow]
+WORK_UNIT = "tests/faults: real ranks and SLURM jobs"
+"""The fault suite's second serial chain (tests/conftest.py's work units), beside tests/faults' own."""
 
 HOROVOD_SPEC = """
 reference = "keras"

@@ -18,6 +18,8 @@ from .conftest import case_processes, gone, wait_for
 from .test_client_faults import spec_with, stored
 
 pytestmark = [pytest.mark.faults, pytest.mark.slurm, pytest.mark.slow]
+WORK_UNIT = "tests/faults: real ranks and SLURM jobs"
+"""The fault suite's second serial chain (tests/conftest.py's work units), beside tests/faults' own."""
 
 
 def slurm_args(faults, *extra: str) -> list[str]:
