@@ -88,11 +88,10 @@ def work_unit(nodeid: str) -> str:
     """The tests that one xdist worker runs together, one after another.
 
     - a module that says ``WORK_UNIT = "NAME"`` belongs to the unit NAME, with every module
-      saying the same: the fault suite's modules of real ranks and SLURM jobs
-      (``test_killed_ranks``, ``test_rank_cleanup``, ``test_slurm_faults``) form a second
-      serial chain beside the rest of ``tests/faults``, so that the fault suite is two chains
-      of about a quarter hour each on the CI machine rather than one of half an hour, the
-      suite's longest pole;
+      saying the same: the fault suite is three serial chains, ``tests/faults`` (the client's
+      faults, timed against its start-up), its real ranks (``test_killed_ranks``,
+      ``test_rank_cleanup``) and its SLURM jobs (``test_slurm_faults``), not one chain of half
+      an hour on the CI machine, which was the suite's longest pole;
     - a folder whose conftest.py says ``ONE_WORKER = True`` is one unit: the fault suite
       (``tests/faults``), whose tests time signals against process start-up, and
       ``tests/report``, whose modules read one session-scoped store of real runs, some in order;
@@ -110,7 +109,7 @@ def work_unit(nodeid: str) -> str:
     >>> work_unit("tests/faults/test_orphans.py::test_x[0.5]")
     'tests/faults'
     >>> work_unit("tests/faults/test_slurm_faults.py::test_x")
-    'tests/faults: real ranks and SLURM jobs'
+    'tests/faults: SLURM jobs'
     >>> work_unit("tests/report/test_crossover.py::test_x")
     'tests/report'
     >>> work_unit("tests/cli/test_compare.py::test_table")

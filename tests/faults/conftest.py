@@ -20,9 +20,9 @@ TAG = "ACCELML_FAULT_TAG"
 ONE_WORKER = True
 """The fault suite runs one test at a time per chain (tests/conftest.py's work units): its tests
 time signals against process start-up (a Ctrl-C 0.5 s after the start, a case process that must
-die within 0.5 s of its client), which several at once on 2 cores make miss. Two chains, each on
-one xdist worker: this folder's, and the modules of real ranks and SLURM jobs (``WORK_UNIT``),
-whose signals go to running ranks and jobs rather than to a client starting up."""
+die within 0.5 s of its client), which several at once on 2 cores make miss. The modules whose
+faults hit running ranks or SLURM jobs rather than a client starting up say ``WORK_UNIT``: each
+such unit is a chain of its own, on a worker of its own."""
 
 
 def tagged(process: psutil.Process, tag: str) -> bool:
