@@ -90,8 +90,8 @@ def work_unit(nodeid: str) -> str:
     - a module that says ``WORK_UNIT = "NAME"`` belongs to the unit NAME, with every module
       saying the same: the fault suite is three serial chains, ``tests/faults`` (the client's
       faults, timed against its start-up), its real ranks (``test_killed_ranks``,
-      ``test_rank_cleanup``) and its SLURM jobs (``test_slurm_faults``), not one chain of half
-      an hour on the CI machine, which was the suite's longest pole;
+      ``test_rank_cleanup``) and its SLURM jobs (``test_slurm_faults``): as one chain it took
+      about half an hour on the CI machine, near the whole suite's wall time;
     - a folder whose conftest.py says ``ONE_WORKER = True`` is one unit: the fault suite
       (``tests/faults``), whose tests time signals against process start-up, and
       ``tests/report``, whose modules read one session-scoped store of real runs, some in order;
