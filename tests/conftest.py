@@ -42,6 +42,8 @@ def pytest_configure(config):
 SHARED_SCOPE = re.compile(r"""scope\s*=\s*["'](module|class|package|session)["']""")
 ONE_WORKER = re.compile(r"^ONE_WORKER = True\b", re.MULTILINE)
 """What a folder's conftest.py says when all the folder's tests must run on one worker, in order."""
+NAMED_UNIT = re.compile(r"""^WORK_UNIT = ["']([^"'\n]+)["']""", re.MULTILINE)
+"""What a module says to run in a unit of that name, with the other modules that name it."""
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -76,9 +78,20 @@ def _one_worker(folder: str) -> bool:
     return ONE_WORKER.search(_text(f"{folder}/conftest.py")) is not None
 
 
+@functools.cache
+def _named_unit(module: str) -> str | None:
+    found = NAMED_UNIT.search(_text(module))
+    return found.group(1) if found else None
+
+
 def work_unit(nodeid: str) -> str:
     """The tests that one xdist worker runs together, one after another.
 
+    - a module that says ``WORK_UNIT = "NAME"`` belongs to the unit NAME, with every module
+      saying the same: the fault suite is three serial chains, ``tests/faults`` (the client's
+      faults, timed against its start-up), its real ranks (``test_killed_ranks``,
+      ``test_rank_cleanup``) and its SLURM jobs (``test_slurm_faults``): as one chain it took
+      about half an hour on the CI machine, near the whole suite's wall time;
     - a folder whose conftest.py says ``ONE_WORKER = True`` is one unit: the fault suite
       (``tests/faults``), whose tests time signals against process start-up, and
       ``tests/report``, whose modules read one session-scoped store of real runs, some in order;
@@ -95,6 +108,8 @@ def work_unit(nodeid: str) -> str:
 
     >>> work_unit("tests/faults/test_orphans.py::test_x[0.5]")
     'tests/faults'
+    >>> work_unit("tests/faults/test_slurm_faults.py::test_x")
+    'tests/faults: SLURM jobs'
     >>> work_unit("tests/report/test_crossover.py::test_x")
     'tests/report'
     >>> work_unit("tests/cli/test_compare.py::test_table")
@@ -108,6 +123,8 @@ def work_unit(nodeid: str) -> str:
     """
     module = nodeid.split("::")[0]
     folder = module.rpartition("/")[0]
+    if named := _named_unit(module):
+        return named
     if _one_worker(folder):
         return folder
     return module if _shares_a_fixture(module) else nodeid
@@ -162,8 +179,10 @@ def slurm_available() -> str:
 
     Returns the partition name. A SLURM that should start here but does not is a test
     failure, not a skip. Called before every SLURM test (a third of a second when it is up):
-    it also clears a step daemon that slurmd never set up, which would otherwise keep its job
-    completing and the node held for the tests after it (``clear_stuck_steps`` in start.sh).
+    it also restarts a slurmd started before the PMIx library was installed, under which every
+    ``srun --mpi=pmix`` step hangs (``restart_slurmd_lacking_mpi`` in start.sh), and clears a
+    step daemon that slurmd never set up, which would otherwise keep its job completing and the
+    node held for the tests after it (``clear_stuck_steps``).
     """
     result = subprocess.run(["bash", str(SLURM_START), "start"], capture_output=True, text=True)
     if result.returncode == CANNOT_RUN_HERE:

@@ -24,14 +24,18 @@ cannot_run_here() {
   return 1
 }
 
+# libpmix-dev: slurmd's mpi/pmix plugin dlopens Debian's pmix2/lib/libpmix.so, which only
+# that package ships, and accelml's job scripts start their ranks with srun's PMIx
+# (SLURM_MPI_TYPE=pmix): it must be there before slurmd starts (see slurmd_lacks_mpi).
+packages=(slurmctld slurmd slurm-client munge libpmix-dev)
+
 install_packages() {
   if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
-     && command -v sinfo >/dev/null && command -v munged >/dev/null; then return 0; fi
-  echo "installing Debian's slurmctld slurmd slurm-client munge"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >/dev/null || fail "apt-get update" "could not reach Debian's package lists"
-  apt-get install -y -q slurmctld slurmd slurm-client munge >/dev/null \
-    || fail "apt-get install" "could not install slurmctld slurmd slurm-client munge"
+     && command -v sinfo >/dev/null && command -v munged >/dev/null \
+     && dpkg-query -W -f='${Status}' libpmix-dev 2>/dev/null | grep -q "ok installed"; then return 0; fi
+  echo "installing Debian's ${packages[*]}"
+  bash "$here/../../make/apt-install.sh" "${packages[@]}" \
+    || fail "apt-get install" "could not install ${packages[*]}"
 }
 
 munge_works() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
@@ -66,12 +70,43 @@ write_config() {
 
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# slurmd loads every MPI plugin once, when it starts; srun loads the one its step asks for
+# when it runs. A slurmd started before the PMIx library was installed (make test starts
+# SLURM, then build-horovod.sh installs Open MPI, which brings libpmix-dev) lacks mpi/pmix,
+# and then every `srun --mpi=pmix` step hangs: slurmd finds no plugin of the step's id in
+# mpi_conf_send_stepd, stops the step daemon's set-up half-way ("_send_slurmstepd_init
+# failed"), yet returns errno, 0, which its caller takes as success; it then waits for the
+# daemon's reply while the daemon waits for the rest of its set-up (Slurm 22.05
+# src/slurmd/slurmd/req.c, src/common/slurm_mpi.c). Whether slurmd logged, since it last
+# started, an MPI plugin it could not load:
+slurmd_lacks_mpi() {
+  [ -f "$state/slurmd.log" ] || return 1
+  awk '/slurmd version .* started/ { lacks = 0 } /MPI: Cannot create context for mpi\// { lacks = 1 }
+       END { exit !lacks }' "$state/slurmd.log"
+}
+
+# Such a slurmd is restarted once a package was installed after it started (its running
+# steps go on; it is restarted once, as it starts after that install).
+restart_slurmd_lacking_mpi() {
+  running "$state/slurmd.pid" && slurmd_lacks_mpi && [ /var/lib/dpkg/status -nt "$state/slurmd.pid" ] \
+    || return 0
+  echo "slurm/local: restarting slurmd: it could not load an MPI plugin and packages were installed since" >&2
+  stop_daemon "$state/slurmd.pid"
+}
+
+stop_daemon() {
+  local pid
+  running "$1" || return 0
+  pid=$(cat "$1"); kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  fail "stop $(basename "$1" .pid)" "pid $pid still runs 10 s after SIGTERM"
+}
+
 node_state() { sinfo --noheader --node="$host" --format=%T 2>/dev/null | head -n 1; }
 
-# slurmd sometimes fails to hand a new step daemon its set-up ("_send_slurmstepd_init failed"
-# in slurmd.log, at an srun step's launch; why is not known): the daemon then waits on that
-# pipe for ever, never renames itself "slurmstepd: [job.step]", and its job stays
-# completing, holding the node. Such a daemon, 10 s old or more, is killed; its job then ends.
+# A step daemon whose set-up slurmd stopped half-way (as in slurmd_lacks_mpi) waits on its
+# pipe for ever, never renames itself "slurmstepd: [job.step]", and its job stays completing,
+# holding the node. Such a daemon, 10 s old or more, is killed; its job then ends.
 clear_stuck_steps() {
   local pid age
   for pid in $(pgrep -x slurmstepd 2>/dev/null); do
@@ -90,8 +125,12 @@ start() {
   install_packages
   start_munge
   write_config
-  running "$state/slurmctld.pid" || slurmctld || fail "start slurmctld" "see $state/slurmctld.log"
-  running "$state/slurmd.pid" || slurmd || fail "start slurmd" "see $state/slurmd.log"
+  exec 9>"$state/start.lock"   # (the SLURM tests start it each, several at once: one restarts a daemon)
+  flock 9
+  restart_slurmd_lacking_mpi
+  running "$state/slurmctld.pid" || slurmctld 9>&- || fail "start slurmctld" "see $state/slurmctld.log"
+  running "$state/slurmd.pid" || slurmd 9>&- || fail "start slurmd" "see $state/slurmd.log"
+  flock -u 9
   local node=""
   clear_stuck_steps
   for _ in $(seq 120); do
@@ -108,12 +147,8 @@ start() {
 
 stop() {
   scancel --quiet --user="$(id -un)" 2>/dev/null || true
-  for pidfile in "$state/slurmd.pid" "$state/slurmctld.pid"; do
-    if running "$pidfile"; then
-      pid=$(cat "$pidfile"); kill "$pid"
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    fi
-  done
+  stop_daemon "$state/slurmd.pid"
+  stop_daemon "$state/slurmctld.pid"
   echo "SLURM stopped"
 }
 

@@ -16,7 +16,6 @@ import re
 import pytest
 
 from accelml.dl import TrainingConfig, launch
-from tests.dl.checks import largest_difference, saved_model_weights
 
 # find_spec, not importorskip: every xdist worker collects this module, and importing torch
 # there costs each of them seconds of CPU before any test runs
@@ -71,8 +70,15 @@ def test_captured_steps_average_across_two_gpus(gpus, strategy, request, tmp_pat
     assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
 
 
-COMPILED_TOLERANCE = 1e-4
-"""Largest difference allowed between compiled and eager weights after BASE's 3 epochs."""
+COMPILED_LOSS_TOLERANCE = 0.05
+"""Relative difference allowed between a compiled run's epoch losses and the eager run's.
+
+Fused kernels round differently, and on this BatchNorm model at learning rate 0.05 the
+difference grows over BASE's 168 steps: on 1 H200 the epoch losses were 1.6446 / 0.4569 /
+0.2176 eager, 1.6417 / 0.4504 / 0.2220 compiled (at most 2% apart; 1.6395 / 0.4522 / 0.2161
+with only the forward pass compiled) while single weights ended up to 0.38 apart. So the
+weights are not compared with eager ones; a compiled run is compared with itself (deterministic
+mode: bit for bit) and its losses with eager's."""
 
 
 @pytest.mark.parametrize("ranks", [1, 2])
@@ -80,15 +86,14 @@ def test_compiled_steps_train_as_eager_steps(gpus, ranks, tmp_path):
     if len(gpus) < ranks:
         pytest.skip(f"needs {ranks} GPUs, found {len(gpus)}")
     runs = {}
-    for capture in ("none", "compiled"):
-        config = BASE.replace(ranks=ranks, step_capture=capture, save_model=True,
-                              output_dir=str(tmp_path / capture / "out"))
-        runs[capture] = (launch(config, ranks=ranks, work_dir=str(tmp_path / capture)),
-                         saved_model_weights(tmp_path / capture / "out"))
-    (compiled, weights), (eager, eager_weights) = runs["compiled"], runs["none"]
+    for name, capture in (("eager", "none"), ("compiled", "compiled"), ("again", "compiled")):
+        config = BASE.replace(ranks=ranks, step_capture=capture)
+        runs[name] = launch(config, ranks=ranks, work_dir=str(tmp_path / name))
+    compiled, eager = runs["compiled"], runs["eager"]
     assert compiled.path.startswith("Inductor-compiled forward and loss + update (asked: "), compiled.path
     assert "CUDA graph" in compiled.path
     assert len(set(compiled.rank_digests)) == 1 and len(compiled.rank_digests) == ranks
-    assert largest_difference(weights, eager_weights) <= COMPILED_TOLERANCE
+    assert runs["again"].weights_digest == compiled.weights_digest
     assert [e.loss for e in compiled.epochs] == pytest.approx([e.loss for e in eager.epochs],
-                                                              rel=1e-4)
+                                                              rel=COMPILED_LOSS_TOLERANCE)
+    assert compiled.epochs[-1].loss < compiled.epochs[0].loss / 2

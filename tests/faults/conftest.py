@@ -18,9 +18,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 TAG = "ACCELML_FAULT_TAG"
 ONE_WORKER = True
-"""The fault suite runs on one xdist worker, one test at a time (tests/conftest.py's work units):
-its tests time signals against process start-up (a Ctrl-C 0.5 s after the start, a case process
-that must die within 0.5 s of its client), which several at once on 2 cores make miss."""
+"""The fault suite runs one test at a time per chain (tests/conftest.py's work units): its tests
+time signals against process start-up (a Ctrl-C 0.5 s after the start, a case process that must
+die within 0.5 s of its client), which several at once on 2 cores make miss. The modules whose
+faults hit running ranks or SLURM jobs rather than a client starting up say ``WORK_UNIT``: each
+such unit is a chain of its own, on a worker of its own."""
 
 
 def tagged(process: psutil.Process, tag: str) -> bool:

@@ -24,6 +24,9 @@ from .conftest import gone, leftovers, ranks_of, wait_for
 from .test_rank_cleanup import HOROVOD_SPEC
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
+WORK_UNIT = "tests/faults: real ranks"
+"""A serial chain of its own in the fault suite (tests/conftest.py's work units): test_killed_ranks
+and test_rank_cleanup, whose faults hit running ranks, not a client starting up."""
 
 DDP_SPEC = HOROVOD_SPEC.format(time_limit=600).replace(
     'strategy = "horovod"', 'strategy = "torch-ddp"\nkeras_backend = "torch"')

@@ -18,6 +18,9 @@ from .conftest import case_processes, gone, ranks_of, wait_for
 from .test_client_faults import spec_with
 
 pytestmark = [pytest.mark.faults, pytest.mark.horovod, pytest.mark.slow]
+WORK_UNIT = "tests/faults: real ranks"
+"""A serial chain of its own in the fault suite (tests/conftest.py's work units): test_killed_ranks
+and test_rank_cleanup, whose faults hit running ranks, not a client starting up."""
 
 HOROVOD_SPEC = """
 reference = "keras"

@@ -18,6 +18,9 @@ from .conftest import case_processes, gone, wait_for
 from .test_client_faults import spec_with, stored
 
 pytestmark = [pytest.mark.faults, pytest.mark.slurm, pytest.mark.slow]
+WORK_UNIT = "tests/faults: SLURM jobs"
+"""A serial chain of its own in the fault suite (tests/conftest.py's work units): its faults hit
+running jobs and workers, not a client starting up."""
 
 
 def slurm_args(faults, *extra: str) -> list[str]:
