@@ -151,7 +151,8 @@ def from_data(cls: type[D], data: Mapping[str, object]) -> D:
     hints = _hints(cls)
     values: dict[str, object] = {}
     for spec in dataclasses.fields(cls):
-        key = _stored_name(spec) if _stored_name(spec) in data else spec.name
+        stored = _stored_name(spec)
+        key = stored if stored in data else spec.name
         if not spec.init or key not in data:
             continue
         raw = data[key]

@@ -138,7 +138,7 @@ def scale_problem(needs: CaseNeeds) -> str | None:
     >>> scale_problem(CaseNeeds(ranks=10**6, oversubscribe=True)) is None
     True
     """
-    if needs.oversubscribe or gpu_shortfall([needs]):
+    if needs.oversubscribe or machine_shortfall(needs):
         return None         # more GPUs than here: recorded unavailable, whatever its ranks
     cores = usable_cores()
     if needs.ranks > cores:

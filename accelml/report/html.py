@@ -307,7 +307,7 @@ def render_html(report: RunReport) -> str:
         crossovers=[dict(zip(("measured", "verdict", "basis"), crossover_lines(crossover), strict=True))
                     for crossover in report.crossovers()],
         engines=[comparison.text() for comparison in report.engine_comparisons()],
-        paths=[(r.label, r.dl.path) for r in report.results if r.dl is not None and r.dl.path],
+        paths=report.training_paths(),
         agreement=None if matrix is None else _agreement_table(report, matrix),
         agreement_error=section.error,
         skipped=[] if matrix is None else list(matrix.skipped),

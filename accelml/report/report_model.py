@@ -136,6 +136,11 @@ class RunReport:
 
         return engine_comparisons(cross_strategy_pairs(self.results), label)
 
+    def training_paths(self) -> tuple[tuple[str, str], ...]:
+        """(case label, recorded path) of every training case that recorded how its step ran."""
+        return tuple((result.label, result.dl.path) for result in self.results
+                     if result.dl is not None and result.dl.path)
+
     # -- agreement -------------------------------------------------------------------------
 
     def agreement(self) -> AgreementMatrix:
@@ -203,7 +208,7 @@ class RunReport:
         parts.append(scaling)
         parts.append(crossover_text(self.crossovers()))
         parts.append(engines_text(self.engine_comparisons()))
-        parts.append(paths_text(self.results, width))
+        parts.append(paths_text(self.training_paths(), width))
         if self.failed:
             lines = [f"{len(self.failed)} of {len(self.results)} case(s) FAILED:"]
             lines += [f"  {r.case_id} {r.label}: {r.failure.value}: {r.reason}"

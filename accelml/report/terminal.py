@@ -15,7 +15,7 @@ from accelml.report import plots
 from accelml.report.against import RunComparison
 from accelml.report.crossover import Crossover
 from accelml.report.speed import PHASES, EngineComparison, GeometricMeanSpeedup, rank_unit
-from accelml.results.records import CaseResult, RunRecord
+from accelml.results.records import RunRecord
 
 
 def speedup_text(reference: str | None, speedups: Sequence[GeometricMeanSpeedup]) -> str:
@@ -157,18 +157,20 @@ def engines_text(comparisons: Sequence[EngineComparison]) -> str:
                       *(f"  {comparison.text()}" for comparison in comparisons)])
 
 
-def paths_text(results: Sequence[CaseResult], width: int | None = None) -> str:
-    """How each training case's step ran, as it recorded (its path: capture, compiling,
-    reduction, and where measured a step timed phase by phase), one entry a case, wrapped at
-    ``width`` (None: one line each); empty if none.
+def paths_text(paths: Sequence[tuple[str, str]], width: int | None = None) -> str:
+    """How each training case's step ran, from (case label, recorded path) pairs (the path:
+    capture, compiling, reduction, and where measured a step timed phase by phase), one entry
+    a case, wrapped at ``width`` (None: one line each); empty if none.
 
     >>> paths_text([])
     ''
+    >>> print(paths_text([("cnn x2 [horovod]", "CUDA graphs (auto)")]))
+    how each training ran (its step's recorded path):
+      cnn x2 [horovod]: CUDA graphs (auto)
     """
-    lines = [f"  {result.label}: {result.dl.path}" for result in results
-             if result.dl is not None and result.dl.path]
-    if not lines:
+    if not paths:
         return ""
+    lines = [f"  {label}: {path}" for label, path in paths]
     if width is not None:
         lines = [textwrap.fill(line, width, subsequent_indent="      ", break_on_hyphens=False)
                  for line in lines]
