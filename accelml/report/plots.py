@@ -173,6 +173,13 @@ POINTS_BELOW = 5
 """A bar with fewer counted repeats than this shows each repeat as a point, not a spread."""
 
 
+def _reach(bar: Bar) -> float:
+    """Where a bar's drawing ends on the time axis: its whisker, or its farthest repeat when
+    the repeats are drawn as points (the axis and the label follow what is drawn)."""
+    drawn = bar.samples if 0 < len(bar.samples) < POINTS_BELOW else ()
+    return max([bar.high, bar.median, *drawn])
+
+
 @dataclass(frozen=True)
 class TimeChart:
     """The bars of one algorithm, one panel per phase (``fit``, ``predict``)."""
@@ -253,20 +260,20 @@ def time_figure(chart: TimeChart) -> Figure:
                                 ecolor="#222222", elinewidth=1.1, capsize=3)
                 text = "reference" if bar.reference else speedup_phrase(bar.speedup)
                 text = f"{format_seconds(bar.median)}" + (f" · {text}" if text else "")
-                right = max([bar.high, bar.median, *bar.samples])
+                right = _reach(bar)
                 if bar.noisy:
                     text += "  (noisy)"
                 ax.annotate(text, xy=(right * factor, position),
-                            xytext=(5, 0),
+                            xytext=(5, 0), annotation_clip=False,
                             textcoords="offset points", va="center", fontsize=9,
                             fontweight="normal" if bar.reference else "bold")
             if logarithmic:
                 ax.set_xscale("log")
                 low = min(min(b.low, b.median) for b in bars if b.median > 0)
-                high = max(max(b.high, b.median) for b in bars)
+                high = max(_reach(b) for b in bars)
                 ax.set_xlim(low * factor / 2, high * factor * 12)
             else:
-                ax.set_xlim(0, max(max(b.high, b.median) for b in bars) * factor * 1.45 or 1.0)
+                ax.set_xlim(0, max(_reach(b) for b in bars) * factor * 1.45 or 1.0)
             ax.set_title(f"{plain(phase)} time")
             ax.set_xlabel(f"median time per call [{unit}]"
                           + (" (log scale)" if logarithmic else ""))
