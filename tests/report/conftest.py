@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _chromium import MISSING, Browser, BrowserError
+from _stores import now, run_record, write_run
 
 from accelml.results import (
     ArrayRef,
@@ -59,10 +60,6 @@ class Runs:
     dl: str
     hostile: str
     hostile_name: str = HOSTILE     # the markup used as spec, dataset, parameter and reason
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _case_id(*parts) -> str:
@@ -129,7 +126,7 @@ def _classical_cases(store, run_id, environment, X, y, dataset_name="digits", ex
             params=params, timings=timings, repeats=REPEATS, warmup=1, scores=scores,
             predictions=(ref,), repeat_prediction_digests=digests,
             peak_host_memory_bytes=200_000_000, threads=1, environment=environment,
-            dataset_info=info, started_at=_now(), finished_at=_now()))
+            dataset_info=info, started_at=now(), finished_at=now()))
     return results
 
 
@@ -158,31 +155,15 @@ def _failed_cases(run_id, environment, dataset_name="digits"):
                    algorithm="kmeans", backend="sklearn", device="cpu", dataset="wine",
                    status="failed", failure=FailureKind.ERROR, reason=reason,
                    params=(("n_clusters", 500),), environment=environment,
-                   started_at=_now(), finished_at=_now()),
+                   started_at=now(), finished_at=now()),
         CaseResult(run_id=run_id, case_id=_case_id("random_forest_classifier", "sklearn", "cpu",
                                                    dataset_name),
                    algorithm="random_forest_classifier", backend="sklearn", device="cpu",
                    dataset=dataset_name, status="failed", failure=FailureKind.TIMEOUT,
                    reason=f"ran past its time limit of {limit} s (killed after "
                           f"{killed_after:.2f} s)", environment=environment, attempts=2,
-                   started_at=_now(), finished_at=_now()),
+                   started_at=now(), finished_at=now()),
     ]
-
-
-def _run(run_id, cases, environment, spec_name="smoke", status=RunRecord.FINISHED):
-    return RunRecord(run_id=run_id, spec_name=spec_name,
-                     spec_hash=hashlib.sha256(spec_name.encode()).hexdigest(),
-                     spec_text=f'name = "{spec_name}"\n', spec_path=f"experiments/{spec_name}.toml",
-                     reference_backend="sklearn", created_at=_now(), status=status,
-                     planned_cases=len(cases), environment=environment,
-                     case_ids=tuple(case.case_id for case in cases))
-
-
-def _write(store, run, cases):
-    store.create_run(dataclasses.replace(run, status=RunRecord.RUNNING))
-    for case in cases:
-        assert store.add_case_result(case)
-    store.set_run_status(run.run_id, run.status)
 
 
 def _scaled(timing: PhaseTiming, factor: float) -> PhaseTiming:
@@ -234,13 +215,13 @@ def _dl_cases(store, run_id, environment):
             predictions=(ArrayRef("predictions", digest, str(predictions.dtype),
                                   predictions.shape),),
             environment=environment, dataset_info=info, dl=dl, threads=ranks,
-            started_at=_now(), finished_at=_now()))
+            started_at=now(), finished_at=now()))
     cases.append(CaseResult(
         run_id=run_id, case_id=_case_id("mlp", 8), algorithm="mlp", backend="keras",
         device="cpu", dataset="digits_images", status="failed", ranks=8, strategy="horovod",
         params=(("epochs", 5),), failure=FailureKind.KILLED,
         reason="horovodrun exited with signal 9 (SIGKILL) before rank 0 reported",
-        environment=environment, started_at=_now(), finished_at=_now()))
+        environment=environment, started_at=now(), finished_at=now()))
     return cases
 
 
@@ -263,7 +244,7 @@ def _build_runs(directory: Path) -> Runs:
     classical_id = "20261126-050000-c1a551"
     cases = _classical_cases(store, classical_id, environment, X, y)
     cases += _failed_cases(classical_id, environment)
-    _write(store, _run(classical_id, cases, environment), cases)
+    write_run(store, run_record(classical_id, cases, environment), cases)
 
     other_id = "20261126-060000-0e7e12"
     libraries = tuple((name, "2099.0.0" if name == "scikit-learn-intelex" else version)
@@ -275,11 +256,11 @@ def _build_runs(directory: Path) -> Runs:
         other_cases.append(dataclasses.replace(
             case, run_id=other_id, environment=other_env,
             timings=tuple(_scaled(t, factor) for t in case.timings)))
-    _write(store, _run(other_id, other_cases, other_env), other_cases)
+    write_run(store, run_record(other_id, other_cases, other_env), other_cases)
 
     dl_id = "20261126-070000-d1d1d1"
     dl_cases = _dl_cases(store, dl_id, environment)
-    _write(store, _run(dl_id, dl_cases, environment, spec_name="dl_scaling"), dl_cases)
+    write_run(store, run_record(dl_id, dl_cases, environment, spec_name="dl_scaling"), dl_cases)
 
     hostile_id = "20261126-080000-ba5e00"
     hostile_cases = _classical_cases(store, hostile_id, environment, X[:200], y[:200],
@@ -288,12 +269,12 @@ def _build_runs(directory: Path) -> Runs:
         run_id=hostile_id, case_id=_case_id("svc", HOSTILE), algorithm="svc", backend="sklearn",
         device="cpu", dataset=HOSTILE, status="failed", failure=FailureKind.ERROR,
         reason=f"ValueError: unknown dataset {HOSTILE}", environment=environment,
-        started_at=_now(), finished_at=_now()))
-    hostile_run = _run(hostile_id, hostile_cases, environment, spec_name=HOSTILE,
+        started_at=now(), finished_at=now()))
+    hostile_run = run_record(hostile_id, hostile_cases, environment, spec_name=HOSTILE,
                        status=RunRecord.INTERRUPTED)
     hostile_run = dataclasses.replace(hostile_run, planned_cases=len(hostile_cases) + 1,
                                       case_ids=hostile_run.case_ids + (_case_id("never ran"),))
-    _write(store, hostile_run, hostile_cases)
+    write_run(store, hostile_run, hostile_cases)
     return Runs(directory, classical_id, other_id, dl_id, hostile_id)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import _now, _run, _write
+from _stores import now, run_record, write_run
 
 from accelml.cli import main
 from accelml.report.figures import scaling_charts
@@ -62,7 +62,7 @@ def _wide_cases(run_id, environment):
                 params=(("C", c), (LONG, f"value-{c}"), ("max_iter", 200), ("tol", 0.0001)),
                 timings=(PhaseTiming.from_samples("fit", fit), PhaseTiming.from_samples("predict", predict)),
                 repeats=3, warmup=1, scores=(Score("accuracy", float(model.score(X, y)), True),),
-                environment=environment, started_at=_now(), finished_at=_now()))
+                environment=environment, started_at=now(), finished_at=now()))
     weights = np.random.default_rng(0).normal(size=(512, 512))
     for strategy in ("horovod", "torch-ddp"):
         for batch in (256, 512):
@@ -75,7 +75,7 @@ def _wide_cases(run_id, environment):
                     backend="keras", device="cpu", dataset="images", status="ok", task="classification",
                     ranks=ranks, strategy=strategy,
                     params=(("batch_size", batch), ("epochs", 4), ("learning_rate", 0.01)), timings=(timing,),
-                    repeats=3, warmup=1, environment=environment, started_at=_now(), finished_at=_now(),
+                    repeats=3, warmup=1, environment=environment, started_at=now(), finished_at=now(),
                     dl=DLMeasurements(model="mlp", epochs=tuple(epochs), per_rank_batch_size=batch,
                                       ranks=ranks, learning_rate=0.01,
                                       images_per_second=batch * ranks / timing.median,
@@ -90,10 +90,10 @@ def wide(runs, tmp_path_factory):
     store = ResultsStore(runs.directory)
     environment = fingerprint(threads=1)
     cases = _wide_cases(WIDE, environment)
-    run = dataclasses.replace(_run(WIDE, cases, environment, spec_name="wide"),
+    run = dataclasses.replace(run_record(WIDE, cases, environment, spec_name="wide"),
                               spec_text=f'name = "wide"\ndescription = "{DESCRIPTION}"\n')
     if not any(r.run_id == WIDE for r in store.list_runs()):
-        _write(store, run, cases)
+        write_run(store, run, cases)
     directory = tmp_path_factory.mktemp("layout")
     page, history, classical = directory / "wide.html", directory / "history.html", directory / "classical.html"
     assert main(["report", runs.classical, "--results-dir", str(runs.directory), "--html", str(classical),
