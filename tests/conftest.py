@@ -133,13 +133,17 @@ def work_unit(nodeid: str) -> str:
 def pytest_collection_modifyitems(config, items):
     """On an xdist worker: the units in the order the workers take them (the scheduler keeps
     this order): those with the most tests marked ``slow`` first (the fault suite's chain, then
-    the longest real runs), then the other units of several tests, then single tests; stable
-    otherwise, so that a unit keeps its own order (some read a shared store's latest run) and
-    no long test starts last while the other workers sit idle."""
+    the longest real runs), then the other units of several tests, then single tests, and the
+    tests marked ``alone`` last; stable otherwise, so that a unit keeps its own order (some read
+    a shared store's latest run) and no long test starts last while the other workers sit idle.
+    An ``alone`` test stops the other workers from starting tests until it has run (:func:`_turn`):
+    at the end, once nothing else is left to start, that costs them nothing."""
     if hasattr(config, "workerinput"):
         units = {item.nodeid: work_unit(item.nodeid) for item in items}
         slow = collections.Counter(units[item.nodeid] for item in items if item.get_closest_marker("slow"))
-        items.sort(key=lambda item: (-slow[units[item.nodeid]], units[item.nodeid] == item.nodeid))
+        alone = {units[item.nodeid] for item in items if item.get_closest_marker("alone")}
+        items.sort(key=lambda item: (units[item.nodeid] in alone, -slow[units[item.nodeid]],
+                                     units[item.nodeid] == item.nodeid))
 
 
 @contextlib.contextmanager

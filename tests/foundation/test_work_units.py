@@ -22,14 +22,14 @@ TIMED = textwrap.dedent("""
         with open(os.environ["WINDOWS_LOG"], "a") as log:
             log.write(json.dumps([name, started, time.time()]) + "\\n")
 
-    @pytest.mark.parametrize("index", range(6))
-    def test_busy(index):
-        started = time.time(); time.sleep(0.6); note(f"busy{index}", started)
-
     @pytest.mark.alone
     @pytest.mark.parametrize("index", range(2))
     def test_timed(index):
         started = time.time(); time.sleep(0.6); note(f"alone{index}", started)
+
+    @pytest.mark.parametrize("index", range(6))
+    def test_busy(index):
+        started = time.time(); time.sleep(0.6); note(f"busy{index}", started)
 """)
 
 
@@ -38,7 +38,7 @@ def test_work_unit_examples():
     assert result.attempted >= 6 and result.failed == 0
 
 
-def test_a_test_marked_alone_runs_with_no_neighbour(tmp_path):
+def test_a_test_marked_alone_runs_last_with_no_neighbour(tmp_path):
     (tmp_path / "tests").mkdir()
     shutil.copy(Path(tests.conftest.__file__), tmp_path / "tests" / "conftest.py")
     (tmp_path / "tests" / "test_windows.py").write_text(TIMED)
@@ -53,6 +53,9 @@ def test_a_test_marked_alone_runs_with_no_neighbour(tmp_path):
         if name.startswith("alone"):
             beside = [other for other, a, b in windows if other != name and a < end and b > start]
             assert beside == [], f"{name} ran beside {beside}"
+    # written first, run last: while an alone test runs, the other workers start nothing
+    last_busy_start = max(start for name, start, _ in windows if name.startswith("busy"))
+    assert all(start >= last_busy_start for name, start, _ in windows if name.startswith("alone"))
 
 
 NAMED = textwrap.dedent("""
