@@ -88,10 +88,10 @@ def work_unit(nodeid: str) -> str:
     """The tests that one xdist worker runs together, one after another.
 
     - a module that says ``WORK_UNIT = "NAME"`` belongs to the unit NAME, with every module
-      saying the same: the fault suite is three serial chains, ``tests/faults`` (the client's
-      faults, timed against its start-up), its real ranks (``test_killed_ranks``,
-      ``test_rank_cleanup``) and its SLURM jobs (``test_slurm_faults``): as one chain it took
-      about half an hour on the CI machine, near the whole suite's wall time;
+      saying the same: the fault suite is four serial chains, ``tests/faults`` (the client's
+      faults, timed against its start-up), its killed ranks (``test_killed_ranks``), its
+      ranks' clean-up (``test_rank_cleanup``) and its SLURM jobs (``test_slurm_faults``): as
+      one chain it took about half an hour on the CI machine, near the whole suite's wall time;
     - a folder whose conftest.py says ``ONE_WORKER = True`` is one unit: the fault suite
       (``tests/faults``), whose tests time signals against process start-up, and
       ``tests/report``, whose modules read one session-scoped store of real runs, some in order;

@@ -1,6 +1,7 @@
 """Issue 16, item 1: a multi-rank case's launcher (horovodrun) and ranks die with the case,
-however the case ends: client SIGKILL / SIGTERM / SIGINT, its case process killed, its time
-limit, ``scancel`` of the SLURM job it runs in. Real horovodrun --gloo with 2 ranks; no
+however the case ends: client SIGKILL / SIGTERM (SIGINT takes SIGTERM's path), its case
+process killed, its time limit, ``scancel`` of the SLURM job it runs in, one of its ranks
+killed (test_killed_ranks.py). Real horovodrun --gloo with 2 ranks; no
 process of the test may be left (psutil, by a tag in the environment), and scratch folders
 are removed, or swept by the next run."""
 
@@ -18,9 +19,9 @@ from .conftest import case_processes, gone, ranks_of, wait_for
 from .test_client_faults import spec_with
 
 pytestmark = [pytest.mark.faults, pytest.mark.horovod, pytest.mark.slow]
-WORK_UNIT = "tests/faults: real ranks"
-"""A serial chain of its own in the fault suite (tests/conftest.py's work units): test_killed_ranks
-and test_rank_cleanup, whose faults hit running ranks, not a client starting up."""
+WORK_UNIT = "tests/faults: rank cleanup"
+"""A serial chain of its own in the fault suite (tests/conftest.py's work units), beside
+test_killed_ranks': their faults hit running ranks, not a client starting up."""
 
 HOROVOD_SPEC = """
 reference = "keras"
@@ -58,8 +59,12 @@ def only_run(faults):
     return run
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=lambda s: s.name)
 def test_ranks_die_with_their_client(faults, tmp_path, signum):
+    """SIGKILL: the client cleans nothing up; SIGTERM: the client's clean-up on a signal, the
+    same as on SIGINT (its :class:`Interrupted` is a KeyboardInterrupt; the client's SIGINT is
+    test_client_faults_lose_nothing_and_leave_nothing's, mid-case among others). A killed rank:
+    test_killed_ranks.py."""
     client = start_with_ranks(faults, tmp_path)
     client.send_signal(signum)
     _, err = client.communicate(timeout=120)
@@ -144,14 +149,3 @@ def test_oversubscription_asked_for_passes_the_check_and_is_flagged(faults, tmp_
               is_reference=True, oversubscribed=True)
     assert "ok, oversubscribed" in render_text([row])
     assert "oversubscribed: more ranks than cores" in legend([row])
-
-
-def test_a_killed_rank_fails_its_case_and_takes_the_others_with_it(faults, tmp_path):
-    client = start_with_ranks(faults, tmp_path, "--retries", "0")
-    ranks_of(faults.tag)[0].kill()
-    _, err = client.communicate(timeout=300)
-    assert client.returncode == 1, err
-    assert gone(faults.tag) == []
-    (result,) = ResultsStore(faults.results).case_results(only_run(faults).run_id)
-    assert result.status != "ok"
-    assert faults.scratch_left() == []

@@ -1,9 +1,12 @@
 """A tiny Keras 3 program trained data-parallel with horovod.tensorflow primitives.
 
-Each rank starts from different weights and sees different data; rank 0's weights are
-broadcast, gradients are averaged with ``grouped_allreduce`` every step. Each rank writes
-the SHA-256 of its final weights to OUT_DIR/rank<R>.json. With ``--no-average`` the
-allreduce is skipped, so the ranks must end with different weights (the negative control).
+First a plain check of the all-reduce: each rank contributes a tensor filled with its rank,
+``hvd.allreduce(op=hvd.Average)`` must give the mean of the ranks on every rank. Then each rank
+sees different data and trains two models side by side in the same process, both
+started from rank 0's weights (broadcast): the ``averaged`` one averages its gradients with
+``grouped_allreduce`` every step, the ``not_averaged`` one skips the allreduce (the negative
+control), so its ranks must end with different weights. Each rank writes the SHA-256 of each
+model's initial and final weights and the all-reduced value to OUT_DIR/rank<R>.json.
 
     horovodrun -np 2 -H localhost:2 --gloo python horovod_average_gradients.py OUT_DIR
 """
@@ -21,12 +24,26 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
-def main(out_dir: str, average: bool) -> None:
+def main(out_dir: str) -> None:
     hvd.init()
-    keras.utils.set_random_seed(100 + hvd.rank())
+    mine = tf.fill((3,), float(hvd.rank()))
+    averaged = hvd.allreduce(mine, op=hvd.Average, name="rank_mean")
+    expected = (hvd.size() - 1) / 2
+    assert np.allclose(averaged.numpy(), expected), (averaged, expected)
+
     rng = np.random.default_rng(hvd.rank())
     features = rng.normal(size=(64, 8)).astype("float32")
     targets = rng.normal(size=(64, 1)).astype("float32")
+    record = {"rank": hvd.rank(), "size": hvd.size(), "allreduce_average": averaged.numpy().tolist()}
+    for label, average in (("averaged", True), ("not_averaged", False)):
+        record[label] = train(features, targets, average)
+    with open(os.path.join(out_dir, f"rank{hvd.rank()}.json"), "w") as handle:
+        json.dump(record, handle)
+
+
+def train(features: np.ndarray, targets: np.ndarray, average: bool) -> dict[str, str]:
+    """Five steps from rank 0's weights; the SHA-256 of the initial and the final weights."""
+    keras.utils.set_random_seed(100 + hvd.rank())
     model = keras.Sequential(
         [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
     )
@@ -34,6 +51,7 @@ def main(out_dir: str, average: bool) -> None:
     optimizer.build(model.trainable_variables)
     # Keras 3 variables wrap a tf.Variable (``.value``); Horovod broadcasts the tf.Variables.
     hvd.broadcast_variables([v.value for v in model.variables + optimizer.variables], root_rank=0)
+    initial = weights_sha256(model)
     for _ in range(5):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(features, training=True) - targets))
@@ -41,12 +59,15 @@ def main(out_dir: str, average: bool) -> None:
         if average:
             gradients = hvd.grouped_allreduce(gradients, op=hvd.Average)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+    return {"initial_weights_sha256": initial, "weights_sha256": weights_sha256(model)}
+
+
+def weights_sha256(model: "keras.Model") -> str:
     digest = hashlib.sha256()
     for weight in model.get_weights():
         digest.update(np.ascontiguousarray(weight).tobytes())
-    with open(os.path.join(out_dir, f"rank{hvd.rank()}.json"), "w") as handle:
-        json.dump({"rank": hvd.rank(), "size": hvd.size(), "weights_sha256": digest.hexdigest()}, handle)
+    return digest.hexdigest()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], average="--no-average" not in sys.argv[2:])
+    main(sys.argv[1])

@@ -2,11 +2,12 @@
 
 First a plain check of the all-reduce: each rank contributes a tensor filled with its rank,
 ``hvd.allreduce(op=hvd.Average)`` must give the mean of the ranks on every rank. Then each rank
-starts from different weights and sees different data; rank 0's weights and optimizer state are
-broadcast, gradients are averaged with ``grouped_allreduce`` every step. Each rank writes the
-all-reduced value and the SHA-256 of its final weights to OUT_DIR/rank<R>.json. With
-``--no-average`` the gradient all-reduce is skipped, so the ranks must end with different
-weights (the negative control).
+sees different data and trains two models side by side in the same process, both started from
+rank 0's weights and optimizer state (broadcast): the ``averaged`` one averages its gradients
+with ``grouped_allreduce`` every step, the ``not_averaged`` one skips that all-reduce (the
+negative control), so its ranks must end with different weights. Each rank writes the
+all-reduced value and the SHA-256 of each model's initial and final weights to
+OUT_DIR/rank<R>.json.
 
     horovodrun -np 2 -H localhost:2 --gloo python horovod_torch_average_gradients.py OUT_DIR
 """
@@ -24,7 +25,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
-def main(out_dir: str, average: bool) -> None:
+def main(out_dir: str) -> None:
     hvd.init()
     torch.set_num_threads(1)
     assert keras.backend.backend() == "torch", keras.backend.backend()
@@ -34,10 +35,19 @@ def main(out_dir: str, average: bool) -> None:
     expected = (hvd.size() - 1) / 2
     assert torch.allclose(averaged, torch.full((3,), expected)), (averaged, expected)
 
-    keras.utils.set_random_seed(100 + hvd.rank())
     rng = np.random.default_rng(hvd.rank())
     features = torch.from_numpy(rng.normal(size=(64, 8)).astype("float32"))
     targets = torch.from_numpy(rng.normal(size=(64, 1)).astype("float32"))
+    record = {"rank": hvd.rank(), "size": hvd.size(), "allreduce_average": averaged.tolist()}
+    for label, average in (("averaged", True), ("not_averaged", False)):
+        record[label] = train(features, targets, average, label)
+    with open(os.path.join(out_dir, f"rank{hvd.rank()}.json"), "w") as handle:
+        json.dump(record, handle)
+
+
+def train(features: torch.Tensor, targets: torch.Tensor, average: bool, label: str) -> dict:
+    """Five steps from rank 0's weights; the SHA-256 of the initial and the final weights."""
+    keras.utils.set_random_seed(100 + hvd.rank())
     model = keras.Sequential(
         [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
     )
@@ -45,27 +55,19 @@ def main(out_dir: str, average: bool) -> None:
     optimizer.build(model.trainable_variables)
     # Keras 3 variables on torch wrap a torch Parameter/Tensor (``.value``); broadcast in place.
     for index, variable in enumerate(model.variables + optimizer.variables):
-        variable.assign(hvd.broadcast(variable.value, root_rank=0, name=f"init.{index}"))
-    digest_before = weights_sha256(model)
+        variable.assign(hvd.broadcast(variable.value, root_rank=0, name=f"{label}.init.{index}"))
+    initial = weights_sha256(model)
     for _ in range(5):
         model.zero_grad()
         loss = torch.mean(torch.square(model(features, training=True) - targets))
         loss.backward()
         gradients = [variable.value.grad for variable in model.trainable_variables]
         if average:
-            gradients = hvd.grouped_allreduce(gradients, op=hvd.Average, name="gradients")
+            gradients = hvd.grouped_allreduce(gradients, op=hvd.Average, name=f"{label}.gradients")
         with torch.no_grad():
             optimizer.apply(gradients, model.trainable_variables)
-    record = {
-        "rank": hvd.rank(),
-        "size": hvd.size(),
-        "allreduce_average": averaged.tolist(),
-        "initial_weights_sha256": digest_before,
-        "weights_sha256": weights_sha256(model),
-        "loss": float(loss.detach()),
-    }
-    with open(os.path.join(out_dir, f"rank{hvd.rank()}.json"), "w") as handle:
-        json.dump(record, handle)
+    return {"initial_weights_sha256": initial, "weights_sha256": weights_sha256(model),
+            "loss": float(loss.detach())}
 
 
 def weights_sha256(model: "keras.Model") -> str:
@@ -76,4 +78,4 @@ def weights_sha256(model: "keras.Model") -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], average="--no-average" not in sys.argv[2:])
+    main(sys.argv[1])

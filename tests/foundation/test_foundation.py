@@ -56,24 +56,6 @@ def test_backends_table_has_a_row_per_probe():
         assert row.name in result.stdout
 
 
-@pytest.mark.horovod
-@pytest.mark.parametrize("average", [True, False], ids=["averaged", "not-averaged"])
-def test_horovodrun_gloo_two_ranks_average_gradients(tmp_path, average):
-    horovodrun = find_launcher("horovodrun")
-    assert horovodrun is not None, "horovodrun not found: make builds Horovod into the venv"
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
-    command = [horovodrun, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
-               str(HERE / "horovod_average_gradients.py"), str(tmp_path)]
-    if not average:
-        command.append("--no-average")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
-    assert [rank["size"] for rank in ranks] == [2, 2]
-    same = ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
-    assert same is average
-
-
 def _run_two_ranks(command, tmp_path):
     """Run a 2-rank job whose script writes OUT_DIR/rank<R>.json; return the two records."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
@@ -95,36 +77,47 @@ def _run_two_ranks(command, tmp_path):
     return ranks
 
 
-@pytest.mark.horovod
-@pytest.mark.parametrize("average", [True, False], ids=["averaged", "not-averaged"])
-def test_horovodrun_gloo_two_ranks_torch_backend_average_gradients(tmp_path, average):
-    """horovod.torch under horovodrun --gloo: a Keras 3 model on the torch backend."""
+def _assert_only_averaging_keeps_the_ranks_in_step(ranks, same_start_without_averaging: bool):
+    """Both ranks' two models (the script trains them side by side on the same data): the one
+    whose gradients are averaged starts and ends identical on both ranks; the one without
+    averaging (the negative control) ends different."""
+    averaged, not_averaged = ([rank[label] for rank in ranks] for label in ("averaged", "not_averaged"))
+    assert averaged[0]["initial_weights_sha256"] == averaged[1]["initial_weights_sha256"]
+    assert averaged[0]["weights_sha256"] == averaged[1]["weights_sha256"]
+    same_start = not_averaged[0]["initial_weights_sha256"] == not_averaged[1]["initial_weights_sha256"]
+    assert same_start is same_start_without_averaging
+    assert not_averaged[0]["weights_sha256"] != not_averaged[1]["weights_sha256"]
+
+
+def _horovodrun(script: str, tmp_path) -> list[str]:
     horovodrun = find_launcher("horovodrun")
     assert horovodrun is not None, "horovodrun not found: make builds Horovod into the venv"
-    command = [horovodrun, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable,
-               str(HERE / "horovod_torch_average_gradients.py"), str(tmp_path)]
-    if not average:
-        command.append("--no-average")
-    ranks = _run_two_ranks(command, tmp_path)
-    # Both runs broadcast rank 0's initial weights; only the averaged one keeps them in step.
-    assert ranks[0]["initial_weights_sha256"] == ranks[1]["initial_weights_sha256"]
-    same = ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
-    assert same is average
+    return [horovodrun, "-np", "2", "-H", "localhost:2", "--gloo", sys.executable, str(HERE / script),
+            str(tmp_path)]
+
+
+@pytest.mark.horovod
+def test_horovodrun_gloo_two_ranks_average_gradients(tmp_path):
+    """horovod.tensorflow under horovodrun --gloo: a Keras 3 model on the TensorFlow backend."""
+    ranks = _run_two_ranks(_horovodrun("horovod_average_gradients.py", tmp_path), tmp_path)
+    # Both models broadcast rank 0's initial weights; only the averaged one keeps them in step.
+    _assert_only_averaging_keeps_the_ranks_in_step(ranks, same_start_without_averaging=True)
+
+
+@pytest.mark.horovod
+def test_horovodrun_gloo_two_ranks_torch_backend_average_gradients(tmp_path):
+    """horovod.torch under horovodrun --gloo: a Keras 3 model on the torch backend."""
+    ranks = _run_two_ranks(_horovodrun("horovod_torch_average_gradients.py", tmp_path), tmp_path)
+    _assert_only_averaging_keeps_the_ranks_in_step(ranks, same_start_without_averaging=True)
 
 
 @pytest.mark.torch_ddp
-@pytest.mark.parametrize("average", [True, False], ids=["ddp", "no-ddp"])
-def test_torchrun_gloo_two_ranks_ddp_average_gradients(tmp_path, average):
+def test_torchrun_gloo_two_ranks_ddp_average_gradients(tmp_path):
     """torch.distributed (gloo) under torchrun: a Keras 3 model on the torch backend wrapped in DDP."""
     torchrun = find_launcher("torchrun")
     assert torchrun is not None, "torchrun not found: make installs PyTorch into the venv"
     command = [torchrun, "--standalone", "--nproc-per-node", "2",
                str(HERE / "torch_ddp_average_gradients.py"), str(tmp_path)]
-    if not average:
-        command.append("--no-average")
     ranks = _run_two_ranks(command, tmp_path)
     # DDP broadcasts rank 0's weights when it wraps the model; without it each rank keeps its own.
-    same_start = ranks[0]["initial_weights_sha256"] == ranks[1]["initial_weights_sha256"]
-    assert same_start is average
-    same = ranks[0]["weights_sha256"] == ranks[1]["weights_sha256"]
-    assert same is average
+    _assert_only_averaging_keeps_the_ranks_in_step(ranks, same_start_without_averaging=False)

@@ -2,11 +2,12 @@
 
 First a plain check of the all-reduce: each rank contributes a tensor filled with its rank,
 ``all_reduce(SUM) / world_size`` must give the mean of the ranks on every rank. Then each rank
-starts from different weights and sees different data; rank 0's weights are broadcast (DDP
-does it when it wraps the model) and DDP averages the gradients in its buckets during
-``backward()``. Each rank writes the all-reduced value and the SHA-256 of its final weights to
-OUT_DIR/rank<R>.json. With ``--no-average`` the model is not wrapped in DDP (no broadcast, no
-gradient all-reduce), so the ranks must end with different weights (the negative control).
+sees different data and trains two models side by side in the same process, each from its own
+initial weights: the ``averaged`` one wrapped in DDP, which broadcasts rank 0's weights when it
+wraps the model and averages the gradients in its buckets during ``backward()``; the
+``not_averaged`` one not wrapped (no broadcast, no gradient all-reduce: the negative control),
+so its ranks must end with different weights. Each rank writes the all-reduced value and the
+SHA-256 of each model's initial and final weights to OUT_DIR/rank<R>.json.
 
     torchrun --standalone --nproc-per-node 2 torch_ddp_average_gradients.py OUT_DIR
 """
@@ -26,7 +27,7 @@ import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 
-def main(out_dir: str, average: bool) -> None:
+def main(out_dir: str) -> None:
     dist.init_process_group(backend="gloo")
     rank, size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)
@@ -38,10 +39,21 @@ def main(out_dir: str, average: bool) -> None:
     expected = (size - 1) / 2
     assert torch.allclose(averaged, torch.full((3,), expected)), (averaged, expected)
 
-    keras.utils.set_random_seed(100 + rank)
     rng = np.random.default_rng(rank)
     features = torch.from_numpy(rng.normal(size=(64, 8)).astype("float32"))
     targets = torch.from_numpy(rng.normal(size=(64, 1)).astype("float32"))
+    record = {"rank": rank, "size": size, "allreduce_average": averaged.tolist()}
+    for label, average in (("averaged", True), ("not_averaged", False)):
+        record[label] = train(features, targets, average, rank)
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
+        json.dump(record, handle)
+    dist.destroy_process_group()
+
+
+def train(features: torch.Tensor, targets: torch.Tensor, average: bool, rank: int) -> dict:
+    """Five steps, the model in DDP when ``average``; the SHA-256 of the initial and the final
+    weights (initial: once DDP has wrapped the model)."""
+    keras.utils.set_random_seed(100 + rank)
     model = keras.Sequential(
         [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
     )
@@ -50,7 +62,7 @@ def main(out_dir: str, average: bool) -> None:
     step_model = DistributedDataParallel(model) if average else model
     optimizer = keras.optimizers.SGD(learning_rate=0.05, momentum=0.9)
     optimizer.build(model.trainable_variables)
-    digest_before = weights_sha256(model)
+    initial = weights_sha256(model)
     for _ in range(5):
         model.zero_grad()
         loss = torch.mean(torch.square(step_model(features, training=True) - targets))
@@ -58,25 +70,16 @@ def main(out_dir: str, average: bool) -> None:
         gradients = [variable.value.grad for variable in model.trainable_variables]
         with torch.no_grad():
             optimizer.apply(gradients, model.trainable_variables)
-    record = {
-        "rank": rank,
-        "size": size,
-        "allreduce_average": averaged.tolist(),
-        "initial_weights_sha256": digest_before,
-        "weights_sha256": weights_sha256(model),
-        "loss": float(loss.detach()),
-    }
-    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
-        json.dump(record, handle)
-    # Tear down in this order. DDP's Reducer holds the process group, and freeing the Reducer
-    # does not release the GIL: were it the last holder, ~ProcessGroupGloo would join gloo's
-    # worker thread while that thread waits for the GIL to free a finished all-reduce's
-    # Python state -- a deadlock after the work is done (seen here about 1 run in 10 on 2
-    # busy cores; pytorch issue 56297). Freed first, the DDP wrapper leaves the group to
-    # destroy_process_group(), which releases the GIL while the group shuts down.
+    # Freed here, before destroy_process_group(). DDP's Reducer holds the process group, and
+    # freeing the Reducer does not release the GIL: were it the last holder, ~ProcessGroupGloo
+    # would join gloo's worker thread while that thread waits for the GIL to free a finished
+    # all-reduce's Python state -- a deadlock after the work is done (seen here about 1 run in
+    # 10 on 2 busy cores; pytorch issue 56297). Freed first, the DDP wrapper leaves the group
+    # to destroy_process_group(), which releases the GIL while the group shuts down.
     del step_model
     gc.collect()
-    dist.destroy_process_group()
+    return {"initial_weights_sha256": initial, "weights_sha256": weights_sha256(model),
+            "loss": float(loss.detach())}
 
 
 def weights_sha256(model: "keras.Model") -> str:
@@ -87,4 +90,4 @@ def weights_sha256(model: "keras.Model") -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], average="--no-average" not in sys.argv[2:])
+    main(sys.argv[1])
