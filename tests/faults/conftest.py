@@ -37,7 +37,9 @@ def leftovers(tag: str) -> list[psutil.Process]:
     return [p for p in psutil.process_iter() if p.pid != os.getpid() and tagged(p, tag)]
 
 
-def wait_for(condition, what: str, timeout: float = 180.0, step: float = 0.1):
+def wait_for(condition, what: str, timeout: float = 300.0, step: float = 0.1):
+    """Poll ``condition`` until it holds (its value) or ``timeout`` passes (a failure): generous,
+    since ranks importing TensorFlow under CI load took near 180 s to appear."""
     deadline = time.monotonic() + timeout
     while not (found := condition()):
         if time.monotonic() > deadline:
