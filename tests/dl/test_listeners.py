@@ -108,13 +108,20 @@ def test_one_host_ranks_listen_on_loopback_only(strategy, launcher, extra, reque
 
 
 def test_multiworker_ranks_have_a_network_of_their_own():
-    result, seen, namespaces = run_watched(SMALL.replace(strategy="multiworker"),
+    """multiworker's two local processes run in a network namespace of their own, and train
+    there: the same weights on both, a global batch of two ranks', 3 epochs that learn (one
+    run for both checks: each starts TensorFlow in every rank)."""
+    result, seen, namespaces = run_watched(SMALL.replace(strategy="multiworker", epochs=3),
                                            "local-processes")
     assert not [entry for entry in seen if not is_loopback(entry[0])], seen
     mine = os.readlink("/proc/self/ns/net")
     assert namespaces - {mine}, "no rank ran in a private network namespace"
     assert result.listeners.startswith("a private network namespace")
     assert result.listeners_authenticated and result.ranks_agree
+    assert result.ranks == 2 and result.global_batch == 64 and len(result.rank_digests) == 2
+    assert result.backend == "tensorflow (tf_keras)"
+    assert result.test_accuracy > 0.8
+    assert len(result.epochs) == 3 and result.mean_epoch_s is not None
 
 
 RANK_ON_THE_JOB_INTERFACE = """
