@@ -1,10 +1,12 @@
 """The ``jax-pmean`` step of :func:`accelml.dl.strategies.jax_steps.build_device_step` under
 each gradient reduction, on XLA host devices (set XLA_FLAGS before running).
 
-From one seed, each variant trains a small ResNet (BatchNorm) for a few steps, each device on
-its own images, then averages the moving statistics as an epoch's end does. Prints one JSON
-object: per variant, whether every device holds the same weights, the largest difference of
-any weight from the plain float32 all-reduce, and the largest change of any weight.
+From one seed, each variant trains a small_resnet without residual blocks (a convolution,
+BatchNorm, the classifier: what compiling each variant's step costs grows with the layers) for
+a few steps, each device on its own images, then averages the moving statistics as an epoch's
+end does. Prints one JSON object: per variant, whether every device holds the same weights,
+the largest difference of any weight from the plain float32 all-reduce, and the largest change
+of any weight.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=2 JAX_PLATFORMS=cpu KERAS_BACKEND=jax \\
         python tests/dl/jax_step_variants.py allreduce/float32 buckets/bfloat16 none/float32
@@ -33,7 +35,7 @@ def train(options: StepOptions) -> tuple[bool, list[np.ndarray], list[np.ndarray
     mesh = Mesh(np.array(devices), ("batch",))
     split, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
     keras.utils.set_random_seed(0)
-    model = build_model("small_resnet", keras, (SIZE, SIZE, 3), 10, width=4, blocks=1)
+    model = build_model("small_resnet", keras, (SIZE, SIZE, 3), 10, width=4, blocks=0)
     initial = [np.asarray(v.value) for v in model.weights]
     program = build_device_step(
         model, lambda: keras.optimizers.SGD(0.05, momentum=0.9),

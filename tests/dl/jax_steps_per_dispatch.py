@@ -15,7 +15,7 @@ def main(per_dispatch: list[int]) -> None:
     data = load_image_data("digits")
     out = {}
     for count in per_dispatch:
-        config = TrainingConfig(model="fashion_mnist_cnn", dataset="digits", strategy="jax-pmean",
+        config = TrainingConfig(model="mlp", dataset="digits", strategy="jax-pmean",
                                 ranks=2, batch_size=32, epochs=2, learning_rate=0.05,
                                 steps_per_execution=count)
         result = train(config, data)

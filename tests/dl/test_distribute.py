@@ -1,4 +1,5 @@
-"""tf.distribute (multi-worker with 2 local processes, mirrored on 2 logical CPUs) and JAX."""
+"""tf.distribute (mirrored on 2 logical CPUs, multi-worker under srun; multi-worker with 2 local
+processes: test_listeners.py) and JAX."""
 
 from __future__ import annotations
 
@@ -11,19 +12,14 @@ import textwrap
 import pytest
 
 from accelml.dl import TrainingConfig, launch
+from tests.dl.conftest import quick_xla_environment
 
 SMALL = TrainingConfig(model="mlp", dataset="digits", batch_size=32, epochs=3,
                        learning_rate=0.05, seed=1, time_limit_s=240)
 
 
-def test_multiworker_with_two_local_processes():
-    result = launch(SMALL.replace(strategy="multiworker"), ranks=2,
-                    launcher="local-processes")
-    assert result.ranks == 2 and result.global_batch == 64
-    assert len(result.rank_digests) == 2 and result.ranks_agree
-    assert result.backend == "tensorflow (tf_keras)"
-    assert result.test_accuracy > 0.8
-    assert len(result.epochs) == 3 and result.mean_epoch_s is not None
+# multiworker with two local processes: test_listeners.py's
+# test_multiworker_ranks_have_a_network_of_their_own trains it (and watches its listeners)
 
 
 def test_mirrored_on_two_logical_cpu_devices():
@@ -56,7 +52,7 @@ def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
     blocker = tmp_path / "blocker" / "tensorflow"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('no TensorFlow on this machine')\n")
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+    env = {**quick_xla_environment(), "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", JAX_SCRIPT, str(blocker.parent)], env=env,
                           capture_output=True, text=True, timeout=300)
@@ -72,14 +68,16 @@ def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
 
 
 @pytest.mark.parametrize("strategy, reduction", [
-    ("jax-pmean", {}), ("jax-dataparallel", {}),
+    ("jax-dataparallel", {}),
     ("jax-pmean", {"gradient_reduction": "reduce-scatter", "gradient_reduce_dtype": "bfloat16",
                    "gradient_bucket_mb": 0.01})])
-def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, reduction):
+def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, reduction, quick_xla):
     # small_resnet has BatchNorm: under jax-pmean each device keeps its own moving averages
     # through the epoch, and they must agree again once the epoch ends. Under reduce-scatter
     # each device updates its share of every weight, and the shares are gathered again.
-    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    # (jax-pmean's default reduction, one all-reduce, ends with identical devices in
+    # test_jax_step_options.py: in its step, against which each reduction is checked, and
+    # through a whole two-device training, one and four steps per dispatch.)
     config = SMALL.replace(strategy=strategy, model="small_resnet", epochs=2,
                            model_options={"blocks": 1, "width": 4}, **reduction)
     result = launch(config, ranks=2)

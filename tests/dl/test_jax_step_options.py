@@ -12,22 +12,33 @@ from pathlib import Path
 
 import pytest
 
+from tests.dl.conftest import quick_xla_environment
+
 SCRIPT = Path(__file__).with_name("jax_step_variants.py")
+
+
+def run_on_two_host_devices(script: str, *args: str) -> dict:
+    """Run one of this folder's scripts on two XLA host devices (compiled with the tests'
+    quick XLA flags); what it printed last, as JSON."""
+    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    base = quick_xla_environment()
+    env = {**base, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": f"{base['XLA_FLAGS']} --xla_force_host_platform_device_count=2",
+           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(SCRIPT.with_name(script)), *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
 def test_gradient_reductions_keep_devices_identical_and_match_the_all_reduce():
-    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
+    # buckets/bfloat16 is no variant of its own: buckets/float32 splits and reassembles the
+    # buckets (to float32 rounding), reduce-scatter/bfloat16 sends bfloat16 bucket by bucket
+    # (buckets sized by the bfloat16 item), allreduce/bfloat16 without buckets
     variants = ["buckets/float32", "reduce-scatter/float32", "allreduce/bfloat16",
-                "buckets/bfloat16", "reduce-scatter/bfloat16", "allreduce/float32/each",
-                "none/float32"]
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(SCRIPT), *variants], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+                "reduce-scatter/bfloat16", "allreduce/float32/each", "none/float32"]
+    out = run_on_two_host_devices(SCRIPT.name, *variants)
     for variant in variants[:-1]:
         found = out[variant]
         assert found["devices_agree"], variant
@@ -44,14 +55,7 @@ def test_several_steps_per_dispatch_train_the_same_steps():
     """``steps_per_execution`` runs K steps in one dispatch (a loop on the devices, the last
     dispatch shorter where K does not divide the epoch): the same batches, so the same losses
     to float rounding, every device identical; the path says what ran."""
-    pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(SCRIPT.with_name("jax_steps_per_dispatch.py")),
-                           "1", "4"], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_on_two_host_devices("jax_steps_per_dispatch.py", "1", "4")
     one, four = out["1"], out["4"]
     assert one["steps"] == four["steps"] and four["steps"] % 4 != 0     # a shorter last dispatch
     assert one["path"].startswith("1 step per dispatch (asked)")

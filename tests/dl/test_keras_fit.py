@@ -10,8 +10,10 @@ from accelml.errors import SpecError
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine, image_size", [("jax", 16), ("torch", None)])
-def test_keras_fit_trains_from_numpy_on_the_engine_asked_for(engine, image_size):
+def test_keras_fit_trains_from_numpy_on_the_engine_asked_for(engine, image_size, request):
     pytest.importorskip(engine, reason=f"{engine} is not installed")
+    if engine == "jax":
+        request.getfixturevalue("quick_xla")
     config = TrainingConfig(strategy="keras-fit", keras_backend=engine, model="mlp",
                             dataset="digits", batch_size=32, epochs=3, learning_rate=0.05,
                             seed=1, image_size=image_size, time_limit_s=240)
@@ -29,9 +31,8 @@ def test_keras_fit_runs_on_one_device():
 
 
 @pytest.mark.slow
-def test_keras_fit_in_deterministic_mode_repeats_bitwise():
+def test_keras_fit_in_deterministic_mode_repeats_bitwise(quick_xla):
     # the record promises bitwise repeats: same seed, same shuffles, same final weights
-    pytest.importorskip("jax", reason="jax is not installed")
     config = TrainingConfig(strategy="keras-fit", keras_backend="jax", model="mlp",
                             dataset="digits", batch_size=32, epochs=2, seed=3,
                             deterministic=True, time_limit_s=240)
