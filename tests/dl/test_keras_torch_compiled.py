@@ -37,18 +37,10 @@ TOLERANCE = 1e-5
 """Largest difference allowed between a compiled run's weights and the eager run's."""
 
 
-ONE_COMPILE_THREAD = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
-"""Inductor compiles in the rank itself: its default pool of compile workers (as many as the
-cores, each importing torch, in every rank) costs more CPU than this model's few kernels."""
-
-
 def _run(tmp_path_factory, name: str, ranks: int = 1, **changes):
     root = tmp_path_factory.mktemp(name)
     config = BASE.replace(ranks=ranks, output_dir=str(root / "out"), **changes)
-    with pytest.MonkeyPatch.context() as environment:      # what the ranks inherit
-        for variable, value in ONE_COMPILE_THREAD.items():
-            environment.setenv(variable, value)
-        result = launch(config, ranks=ranks, work_dir=str(root / "work"))
+    result = launch(config, ranks=ranks, work_dir=str(root / "work"))
     return result, saved_model_weights(root / "out")
 
 
