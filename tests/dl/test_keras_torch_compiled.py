@@ -49,11 +49,6 @@ def eager_one(tmp_path_factory):
     return _run(tmp_path_factory, "eager-1", step_capture="none")
 
 
-@pytest.fixture(scope="session")
-def compiled_one(tmp_path_factory):
-    return _run(tmp_path_factory, "compiled-1", step_capture="compiled")
-
-
 def _assert_close(compiled, eager) -> None:
     (result, weights), (eager_result, eager_weights) = compiled, eager
     largest = largest_difference(weights, eager_weights)
@@ -65,20 +60,15 @@ def _assert_close(compiled, eager) -> None:
 
 @pytest.mark.torch_ddp
 @pytest.mark.slow
-def test_compiled_step_trains_to_the_eager_weights_on_one_rank(compiled_one, eager_one):
-    result, _ = compiled_one
-    assert result.path.startswith("Inductor-compiled forward and loss + update (asked: ")
-    assert result.path.endswith("not captured (CUDA graphs need a GPU)")
-    _assert_close(compiled_one, eager_one)
-
-
-@pytest.mark.torch_ddp
-@pytest.mark.slow
-def test_compiled_step_on_two_ddp_ranks_keeps_ranks_identical(tmp_path_factory):
+def test_compiled_step_on_two_ddp_ranks_trains_to_the_eager_weights(tmp_path_factory):
+    """The claims a one-rank compiled run made (the step compiled; the eager weights within the
+    tolerance) made by two DistributedDataParallel ranks, which also stay identical: one
+    compiled run (Inductor's costliest part here) instead of two."""
     eager = _run(tmp_path_factory, "eager-2", ranks=2, step_capture="none")
     compiled = _run(tmp_path_factory, "compiled-2", ranks=2, step_capture="compiled")
     result, _ = compiled
-    assert result.path.startswith("Inductor-compiled forward and loss + update")
+    assert result.path.startswith("Inductor-compiled forward and loss + update (asked: ")
+    assert result.path.endswith("not captured (CUDA graphs need a GPU)")
     assert len(result.rank_digests) == 2 and len(set(result.rank_digests)) == 1
     _assert_close(compiled, eager)
 
@@ -101,14 +91,12 @@ import keras, numpy as np, torch
 from accelml.dl.strategies._torch_compile import graph_breaks, prepare_for_inductor
 
 layers = keras.layers
-inputs = keras.Input((6, 6, 2))
-x = layers.ZeroPadding2D(1)(inputs)
-x = layers.BatchNormalization()(layers.Conv2D(3, 3)(x))
+inputs = keras.Input((2, 2, 1))     # small: one BatchNorm, two ZeroPadding2D, no conv
+x = layers.BatchNormalization()(layers.ZeroPadding2D(1)(inputs))
 x = layers.ZeroPadding2D(((1, 0), (0, 1)))(x)
-x = layers.GlobalAveragePooling2D()(layers.Conv2D(3, 3)(x))
-model = keras.Model(inputs, layers.Dense(4, activation="softmax")(x))
+model = keras.Model(inputs, layers.Dense(4, activation="softmax")(layers.Flatten()(x)))
 loss = keras.losses.SparseCategoricalCrossentropy()
-images, labels = torch.rand(2, 6, 6, 2), torch.tensor([0, 3])
+images, labels = torch.rand(2, 2, 2, 1), torch.tensor([0, 3])
 
 def step(x, y):
     return loss(y, model(x, training=True))
