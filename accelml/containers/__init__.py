@@ -42,6 +42,7 @@ from pathlib import Path
 
 from accelml.cases import Container
 from accelml.errors import SpecError
+from accelml.file_cache import cached_answer, file_entry, listing_key
 from accelml.plugins import ExtensionPoint, unknown_choice
 from accelml.probe import Availability
 from accelml.results.records import ContainerImage
@@ -233,31 +234,24 @@ def image_digest(image: str, cache_dir: str | None = None) -> str:
     modification times): it is computed again only when a file of the image changes.
     """
     root = Path(image)
-    listing = _tree_listing(root) if root.is_dir() else [
-        (root.name, root.stat().st_mode, root.stat().st_size, root.stat().st_mtime_ns)]
-    key = hashlib.sha256(json.dumps([str(root.resolve()), listing]).encode()).hexdigest()
-    cache = Path(cache_dir or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"),
-                                           "accelml", "image-digests")).expanduser()
-    cached = cache / key
-    if cached.is_file():
-        return cached.read_text().strip()
-    digest = hashlib.sha256()
-    files = [(root / entry[0], entry) for entry in listing] if root.is_dir() else [(root, listing[0])]
-    for path, (relative, mode, _, _) in files:
-        digest.update(f"{relative}\0{mode}\0".encode())
-        if path.is_symlink():
-            digest.update(os.readlink(path).encode())
-        elif path.is_file():
-            with open(path, "rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    digest.update(chunk)
-    answer = f"sha256:{digest.hexdigest()}"
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / f".{key}.partial").write_text(answer)
-        os.replace(cache / f".{key}.partial", cached)
-    except OSError:
-        pass
+    listing = _tree_listing(root) if root.is_dir() else [file_entry(root.parent, root.name)]
+
+    def compute() -> str:
+        digest = hashlib.sha256()
+        files = [(root / entry[0], entry) for entry in listing] if root.is_dir() \
+            else [(root, listing[0])]
+        for path, (relative, mode, _, _) in files:
+            digest.update(f"{relative}\0{mode}\0".encode())
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode())
+            elif path.is_file():
+                with open(path, "rb") as handle:
+                    while chunk := handle.read(1 << 20):
+                        digest.update(chunk)
+        return f"sha256:{digest.hexdigest()}"
+
+    answer = cached_answer("image-digests", listing_key(root, listing), compute, cache_dir)
+    assert answer is not None
     return answer
 
 
