@@ -28,7 +28,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "accelml"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("accelml.errors", "accelml.convert", "accelml.cases", "accelml.plugins", "accelml.scratch"),
+    ("accelml.errors", "accelml.convert", "accelml.cases", "accelml.plugins", "accelml.scratch",
+     "accelml.file_cache"),
     ("accelml.probe", "accelml.results", "accelml.containers"),
     ("accelml.datasets", "accelml.dl"),
     ("accelml.estimators", "accelml.executors"),
