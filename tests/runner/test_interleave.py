@@ -19,7 +19,7 @@ from accelml.runner.process import CaseTask
 from accelml.spec.load import load_spec_text
 
 TWICE_THE_TREES = """
-repeats = {min = 6, max = 10, target = 0.05}
+repeats = {min = 6, max = 16, target = 0.05}
 time_limit = 120
 threads = 1
 datasets.data = {source = "generated", generator = "classification", n_samples = 3000, seed = 0}
@@ -126,7 +126,7 @@ def test_the_measurement_key_is_checked():
 
 
 def test_a_case_whose_reference_failed_is_measured_alone_and_says_why(tmp_path):
-    text = (TWICE_THE_TREES.replace("min = 6, max = 10", "min = 2, max = 2")
+    text = (TWICE_THE_TREES.replace("min = 6, max = 16", "min = 2, max = 2")
             .replace('"random_forest_classifier"', '"kmeans"')
             .replace("max_depth = 8, random_state = 0", "random_state = 0")
             .replace("n_estimators = [6, 12]", "n_clusters = [5000, 3]"))
