@@ -42,7 +42,7 @@ from pathlib import Path
 
 from accelml.cases import Container
 from accelml.errors import SpecError
-from accelml.file_cache import cached_answer, file_entry, listing_key
+from accelml.file_cache import Entry, cached_answer, file_entry, listing_key
 from accelml.plugins import ExtensionPoint, unknown_choice
 from accelml.probe import Availability
 from accelml.results.records import ContainerImage
@@ -211,17 +211,15 @@ def passed_environment(environment: Mapping[str, str]) -> tuple[tuple[str, str],
     return tuple(sorted(kept.items()))
 
 
-def _tree_listing(root: Path) -> list[tuple[str, int, int, int]]:
+def _tree_listing(root: Path) -> list[Entry]:
     entries = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
         for name in sorted(files):
-            path = Path(folder, name)
             try:
-                info = path.lstat()
+                entries.append(file_entry(root, str(Path(folder, name).relative_to(root))))
             except OSError:
                 continue
-            entries.append((str(path.relative_to(root)), info.st_mode, info.st_size, info.st_mtime_ns))
     return entries
 
 

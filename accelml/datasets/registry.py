@@ -31,6 +31,7 @@ import numpy as np
 from accelml.cases import canonical_json
 from accelml.datasets import loaders
 from accelml.errors import AccelmlError
+from accelml.file_cache import cache_home
 from accelml.results.records import DatasetInfo
 
 CACHE_FORMAT = 1
@@ -75,8 +76,7 @@ def default_cache_dir() -> Path:
     configured = os.environ.get("ACCELML_CACHE_DIR")
     if configured:
         return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "accelml" / "datasets"
+    return cache_home() / "datasets"
 
 
 def dataset_task(source: str, options: Mapping[str, Any]) -> str | None:
