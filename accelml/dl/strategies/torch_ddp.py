@@ -6,11 +6,13 @@ averaged each epoch, rank-0 files). Ranks meet through ``init_process_group``: N
 (one GPU per rank, by local rank), gloo on CPUs.
 
 Gradients are averaged by ``DistributedDataParallel`` itself, wrapped around the Keras model
-for the training steps. Keras 3 on torch makes the model a ``torch.nn.Module`` whose
-parameters are its variables' tensors, and ``optimizer.apply`` updates them in place, so DDP
-works on it unchanged: wrapping broadcasts rank 0's parameters, and every backward pass
-all-reduces the gradients in buckets (``bucket_cap_mb``, 25 MB), each started as soon as its
-gradients are ready, overlapping the communication with the rest of the backward pass
+for the training steps of two or more ranks (one rank trains the bare model:
+:func:`~accelml.dl.strategies.torch_loop.averaging_wrapper`). Keras 3 on torch makes the
+model a ``torch.nn.Module`` whose parameters are its variables' tensors, and
+``optimizer.apply`` updates them in place, so DDP works on it unchanged: wrapping
+broadcasts rank 0's parameters, and every backward pass all-reduces the gradients in buckets
+(``bucket_cap_mb``, 25 MB), each started as soon as its gradients are ready, overlapping the
+communication with the rest of the backward pass
 (which an all-reduce after the backward pass, as in Horovod's torch path, cannot). The
 non-trainable weights (BatchNorm moving statistics) are parameters without gradients, which
 DDP leaves alone: the loop averages them at the end of each epoch.
