@@ -24,7 +24,7 @@ SMALL = TrainingConfig(model="mlp", dataset="digits", batch_size=32, epochs=3,
 
 def test_mirrored_on_two_logical_cpu_devices():
     # small_resnet: BatchNorm moving statistics must agree across replicas too
-    config = SMALL.replace(strategy="mirrored", model="small_resnet", epochs=2,
+    config = SMALL.replace(strategy="mirrored", model="small_resnet", epochs=1,
                            model_options={"blocks": 1, "width": 4})
     result = launch(config, ranks=2)
     assert result.devices == ("/cpu:0", "/cpu:1")
@@ -90,6 +90,6 @@ def test_jax_strategies_on_two_cpu_devices_end_with_identical_weights(strategy, 
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_multiworker_under_srun_uses_the_slurm_cluster_resolver(slurm_available):
-    result = launch(SMALL.replace(strategy="multiworker", epochs=2), ranks=2, launcher="srun")
+    result = launch(SMALL.replace(strategy="multiworker", epochs=1), ranks=2, launcher="srun")
     assert len(result.rank_digests) == 2 and result.ranks_agree
     assert result.global_batch == 64

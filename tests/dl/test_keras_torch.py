@@ -119,7 +119,7 @@ def test_deterministic_mode_repeats_bitwise(two_ranks, tmp_path):
 
 @pytest.mark.slurm
 def test_torch_ddp_under_srun_meets_where_the_launcher_said(slurm_available):
-    config = BASE.replace(model="mlp", model_options={}, epochs=2, deterministic=False)
+    config = BASE.replace(model="mlp", model_options={}, epochs=1, deterministic=False)
     result = launch(config, ranks=2, launcher="srun")
     assert len(result.rank_digests) == 2 and result.ranks_agree and result.ranks == 2
 
