@@ -1,8 +1,9 @@
 """tests/cli's shared set-up: one real smoke comparison that several modules read.
 
-Four modules each ran ``python -m accelml compare experiments/smoke.toml`` for a store to
-assert things about (about 30 CPU-seconds each); :func:`smoke_store` runs it once per test
-session, on whichever xdist worker asks first, and every module copies the store it reads.
+Three modules ran ``python -m accelml compare experiments/smoke.toml`` four times between
+them (about 30 CPU-seconds each), and test_bad_inputs a run of its own, each for a store to
+assert things about; :func:`smoke_store` makes the two runs they need once per test session,
+on whichever xdist worker asks first, and every module copies the store it reads.
 """
 
 from __future__ import annotations
