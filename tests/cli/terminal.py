@@ -1,5 +1,8 @@
 """Run ``python -m accelml`` as a user's terminal would: through a real pseudo-terminal of a
-given size (``COLUMNS`` and the window size both set), or piped."""
+given size (``COLUMNS`` and the window size both set), or piped; or run its ``main`` in this
+process, for tests about what a command prints rather than about its process (a fresh
+``python -m accelml`` process costs seconds of CPU: ``runs`` and ``compare`` import
+scikit-learn through accelml.report)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,10 @@ import sys
 import termios
 import time
 from dataclasses import dataclass
+
+import pytest
+
+from accelml.cli import main
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -70,3 +77,12 @@ def piped(*args: str, env: dict[str, str] | None = None,
     """Run ``python -m accelml ARGS`` with stdout and stderr on pipes."""
     return subprocess.run([sys.executable, "-m", "accelml", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
+
+
+def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``accelml.cli.main(ARGS)`` in this process, its output captured as a pipe would take it
+    (not a terminal: nothing fitted or wrapped): the exit code, stdout and stderr."""
+    capsys.readouterr()
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)

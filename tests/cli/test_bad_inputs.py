@@ -293,13 +293,11 @@ def test_a_non_utf8_spec_and_a_directory_are_one_line(workdir, capsys):
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory):
-    """A results directory with one finished two-case run, and a baseline of it."""
+def stored(smoke_store, tmp_path_factory):
+    """A results directory with finished runs (a copy of the smoke store that
+    tests/cli/conftest.py makes once for tests/cli), and a baseline of the latest."""
     root = tmp_path_factory.mktemp("stored")
-    (root / "spec.toml").write_text(BASE)
-    results = root / "results"
-    assert main(["compare", str(root / "spec.toml"), "--results-dir", str(results),
-                 "--no-progress", "--json"]) == 0
+    results = smoke_store.copy(root)
     assert main(["check", "--run", "latest", "--baseline", str(root / "baseline.json"),
                  "--results-dir", str(results), "--update-baseline"]) == 0
     return root

@@ -1,4 +1,7 @@
-"""``python -m accelml compare`` end to end: real processes, a real dask LocalCluster, SQLite."""
+"""``python -m accelml compare`` end to end: real processes, a real dask LocalCluster, SQLite.
+
+The smoke run (tests/cli/conftest.py's, shared) and the killed client are real processes;
+what a command then prints is read from its ``main`` run in this process."""
 
 import json
 import os
@@ -12,6 +15,7 @@ import pytest
 
 from accelml.cli import main
 from accelml.results.store import ResultsStore
+from tests.cli.terminal import in_process
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "experiments" / "smoke.toml"
@@ -23,16 +27,16 @@ def accelml(*args, **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    results = tmp_path_factory.mktemp("smoke") / "results"
-    out = accelml("compare", str(SMOKE), "--results-dir", str(results), "--json")
-    return results, out
+def smoke_run(smoke_store, tmp_path_factory):
+    """The smoke spec's ``compare --json`` run (tests/cli/conftest.py's shared store, exit 0
+    checked there), in a copy of its store: (results dir, run id, stdout, stderr)."""
+    results = smoke_store.copy(tmp_path_factory.mktemp("smoke"))
+    return results, smoke_store.json_run_id, smoke_store.json_stdout, smoke_store.json_stderr
 
 
 def test_smoke_spec_end_to_end_json(smoke_run):
-    results, out = smoke_run
-    assert out.returncode == 0, out.stderr
-    document = json.loads(out.stdout)
+    _, run_id, stdout, stderr = smoke_run
+    document = json.loads(stdout)
     rows = {(row["algorithm"], row["backend"]): row for row in document["rows"]}
     assert set(rows) == {("kmeans", "sklearn"), ("kmeans", "sklearnex"),
                          ("gradient_boosting_classifier", "sklearn"),
@@ -49,7 +53,7 @@ def test_smoke_spec_end_to_end_json(smoke_run):
         boosting = {"setup"} if case["backend"] == "xgboost" else set()   # its fits' set-up
         assert {t["phase"] for t in case["timings"]} == {"startup", "load", "fit", "predict"} | boosting
         assert case["environment"]["env_hash"] and case["threads"] == 1
-    assert "results in" in out.stderr and "[4/4]" in out.stderr
+    assert "results in" in stderr and "[4/4]" in stderr and f"run {run_id}" in stderr
     matrix = document["agreement_matrix"]
     assert matrix["reference"] == "sklearn" and len(matrix["run_to_run"]) == 4
     pairs = {(e["a"]["label"].split("/")[1], e["b"]["label"].split("/")[1])
@@ -57,11 +61,12 @@ def test_smoke_spec_end_to_end_json(smoke_run):
     assert pairs == {("sklearn", "sklearnex"), ("sklearn", "xgboost")}
 
 
-def test_finished_run_resumes_to_nothing_and_prints_the_table(smoke_run):
-    results, _ = smoke_run
-    (run,) = ResultsStore(results).list_runs()
+def test_finished_run_resumes_to_nothing_and_prints_the_table(smoke_run, capsys):
+    results, run_id, _, _ = smoke_run
+    run = ResultsStore(results).get_run(run_id)
     assert run.status == "finished"
-    out = accelml("compare", "--resume", run.run_id[:10], "--results-dir", str(results))
+    prefix = run.run_id.split("-")[0]     # its time: unique (the store's other run is later)
+    out = in_process(capsys, "compare", "--resume", prefix, "--results-dir", str(results))
     assert out.returncode == 0, out.stderr
     assert "0 case(s) to run of 4" in out.stderr
     for word in ("algorithm", "kmeans", "sklearnex", "xgboost", "ref", "labels", "speedup"):
@@ -72,9 +77,9 @@ def test_finished_run_resumes_to_nothing_and_prints_the_table(smoke_run):
     assert out.stdout.index("cross-backend") > table_end
 
 
-def test_deterministic_flag_lists_the_seeded_case_ids(tmp_path):
-    plain = accelml("compare", str(SMOKE), "--dry-run")
-    seeded = accelml("compare", str(SMOKE), "--dry-run", "--deterministic")
+def test_deterministic_flag_lists_the_seeded_case_ids(capsys):
+    plain = in_process(capsys, "compare", str(SMOKE), "--dry-run")
+    seeded = in_process(capsys, "compare", str(SMOKE), "--dry-run", "--deterministic")
     assert plain.returncode == seeded.returncode == 0, plain.stderr + seeded.stderr
     def ids(out):
         return {line.split()[0] for line in out.stdout.splitlines()[1:]}
@@ -103,7 +108,7 @@ grid = {n_clusters = [2, 3]}
 """
 
 
-def test_killed_client_is_resumed_without_losing_or_duplicating_cases(tmp_path):
+def test_killed_client_is_resumed_without_losing_or_duplicating_cases(tmp_path, capsys):
     spec = tmp_path / "kill.toml"
     spec.write_text(KILL_SPEC)
     results = tmp_path / "results"
@@ -128,7 +133,8 @@ def test_killed_client_is_resumed_without_losing_or_duplicating_cases(tmp_path):
     assert len(before) == 1
     (run,) = store.list_runs()
     assert run.status == "running"           # killed: it never got to say otherwise
-    out = accelml("compare", "--resume", run.run_id, "--results-dir", str(results), "--json")
+    out = in_process(capsys, "compare", "--resume", run.run_id, "--results-dir", str(results),
+                     "--json")
     assert out.returncode == 0, out.stderr
     assert "1 case(s) to run of 2" in out.stderr
     after = store.case_results(run.run_id)

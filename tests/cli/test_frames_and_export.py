@@ -8,7 +8,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,22 +15,16 @@ import pytest
 from accelml.comparison import Comparison
 from accelml.report.frame import FRAME_COLUMNS, JSON_RECIPE, SAMPLE_COLUMNS
 from accelml.results.store import ResultsStore
-from tests.cli.terminal import in_terminal, piped
-
-SMOKE = Path(__file__).resolve().parents[2] / "experiments" / "smoke.toml"
+from tests.cli.terminal import in_process, in_terminal, piped
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    """Two smoke runs in one store (the second a resume of nothing: same cases, new table)."""
-    results = tmp_path_factory.mktemp("results")
-    first = piped("compare", str(SMOKE), "--results-dir", str(results), "--no-progress",
-                  "--json")
-    assert first.returncode == 0, first.stderr
-    second = piped("compare", str(SMOKE), "--results-dir", str(results), "--no-progress")
-    assert second.returncode == 0, second.stderr
+def two_runs(smoke_store, tmp_path_factory):
+    """Two smoke runs in one store (the second a resume of nothing: same cases, new table):
+    a copy of tests/cli/conftest.py's shared store."""
+    results = smoke_store.copy(tmp_path_factory.mktemp("smoke"))
     store = ResultsStore(results)
-    return results, [run.run_id for run in store.list_runs()], first.stdout
+    return results, [run.run_id for run in store.list_runs()], smoke_store.json_stdout
 
 
 def test_to_frame_is_tidy_with_units_and_samples(two_runs):
@@ -52,28 +45,28 @@ def test_to_frame_is_tidy_with_units_and_samples(two_runs):
     assert page.startswith("<table>") and "sklearnex" in page and "gradient_boosting_classifier" in page
 
 
-def test_runs_lists_every_run(two_runs):
+def test_runs_lists_every_run(two_runs, capsys):
     results, run_ids, _ = two_runs
-    listed = piped("runs", "--results-dir", str(results))
+    listed = in_process(capsys, "runs", "--results-dir", str(results))
     assert listed.returncode == 0, listed.stderr
     for run_id in run_ids:
         assert re.search(rf"^{run_id}\s+smoke\s+.*finished\s+4/4\s+0", listed.stdout, re.M)
     shown = in_terminal("runs", "--results-dir", str(results), columns=80)
     assert shown.returncode == 0 and shown.widest() <= 80, shown.text
-    as_json = json.loads(piped("runs", "--results-dir", str(results), "--json").stdout)
+    as_json = json.loads(in_process(capsys, "runs", "--results-dir", str(results), "--json").stdout)
     assert [entry["run_id"] for entry in as_json] == run_ids
 
 
-def test_export_all_runs_as_csv_and_parquet(two_runs, tmp_path):
+def test_export_all_runs_as_csv_and_parquet(two_runs, tmp_path, capsys):
     results, run_ids, _ = two_runs
     csv_file, parquet_file = tmp_path / "runs.csv", tmp_path / "samples.parquet"
-    done = piped("export", "--all", "--csv", str(csv_file), "--results-dir", str(results))
+    done = in_process(capsys, "export", "--all", "--csv", str(csv_file), "--results-dir", str(results))
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(csv_file)
     assert list(table.columns) == list(FRAME_COLUMNS)
     assert sorted(set(table["run_id"])) == sorted(run_ids) and len(table) == 8
-    done = piped("export", run_ids[1], "--samples", "--parquet", str(parquet_file),
-                 "--results-dir", str(results))
+    done = in_process(capsys, "export", run_ids[1], "--samples", "--parquet", str(parquet_file),
+                      "--results-dir", str(results))
     assert done.returncode == 0, done.stderr
     samples = pd.read_parquet(parquet_file)
     assert set(samples["run_id"]) == {run_ids[1]} and set(samples["warmup"]) == {True, False}

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from accelml.probe import probe_gpus
+from tests.cli.terminal import in_process
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = """
@@ -82,19 +83,21 @@ def test_a_case_of_more_ranks_than_cores_is_skipped_and_the_rest_run(only_availa
     assert "Traceback" not in refused.stderr
 
 
-def test_skipped_cases_are_called_skipped_everywhere(only_available_run):
+def test_skipped_cases_are_called_skipped_everywhere(only_available_run, capsys):
     _, results, out = only_available_run
     progress = [line for line in out.stderr.splitlines() if line.startswith("[")]
     assert len(progress) == 4
     assert sum("skipped (unavailable)" in line for line in progress) == 2
     assert not any("FAILED" in line or "failed" in line for line in progress)
     assert "skipped (unavailable)" in out.stdout and "failed" not in out.stdout
-    runs = json.loads(accelml("runs", "--results-dir", str(results), "--json").stdout)
+    # what runs and report print: their main in this process (a python -m accelml each: seconds)
+    runs = json.loads(in_process(capsys, "runs", "--results-dir", str(results), "--json").stdout)
     assert [(run["failed"], run["skipped"]) for run in runs] == [(0, 2)]
-    listed = accelml("runs", "--results-dir", str(results))
+    listed = in_process(capsys, "runs", "--results-dir", str(results))
     assert "skipped" in listed.stdout
     written = results.parent / "report.json"
-    text = accelml("report", "latest", "--results-dir", str(results), "--json", str(written))
+    text = in_process(capsys, "report", "latest", "--results-dir", str(results), "--json",
+                      str(written))
     assert "2 case(s) skipped" in text.stdout and "FAILED" not in text.stdout
     report = json.loads(written.read_text())
     assert report["failed"] == [] and len(report["skipped"]) == 2
@@ -109,8 +112,9 @@ def test_progress_lines_tell_every_case_apart(only_available_run):
     assert any("x4096 [horovod]" in line for line in progress)
 
 
-def test_the_dry_run_names_strategy_and_ranks():
-    out = accelml("compare", str(REPO / "experiments" / "dl_cpu_scaling.toml"), "--dry-run")
+def test_the_dry_run_names_strategy_and_ranks(capsys):
+    out = in_process(capsys, "compare", str(REPO / "experiments" / "dl_cpu_scaling.toml"),
+                     "--dry-run")
     assert out.returncode == 0, out.stderr
     labels = [line.split(None, 1)[1] for line in out.stdout.splitlines()[1:]]
     assert len(labels) == 6 and len(set(labels)) == 6, labels

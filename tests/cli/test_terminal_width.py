@@ -5,27 +5,39 @@ when the output is piped (a SLURM log, ``grep``)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from accelml.report.layout import Column, Form, abbreviations, fit
 from tests.cli.terminal import in_terminal, piped
 
-SMOKE = Path(__file__).resolve().parents[2] / "experiments" / "smoke.toml"
 CASES = [("kmeans", "blobs", "sklearn"), ("kmeans", "blobs", "sklearnex"),
          ("gradient_boosting_classifier", "breast_cancer", "sklearn"),
          ("gradient_boosting_classifier", "breast_cancer", "xgboost")]
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """One smoke comparison, piped: (results dir, run id, stdout, stderr)."""
-    results = tmp_path_factory.mktemp("results")
-    done = piped("compare", str(SMOKE), "--results-dir", str(results), "--no-progress")
-    assert done.returncode == 0, done.stderr
-    run_id = re.search(r"run (\S+):", done.stderr).group(1)
-    return results, run_id, done.stdout, done.stderr
+def smoke_run(smoke_store, tmp_path_factory):
+    """One smoke comparison, piped (tests/cli/conftest.py's shared ``--no-progress`` run),
+    and a copy of its store to resume: (results dir, run id, stdout, stderr)."""
+    results = smoke_store.copy(tmp_path_factory.mktemp("smoke"))
+    run_id = re.search(r"run (\S+):", smoke_store.table_stderr).group(1)
+    return results, run_id, smoke_store.table_stdout, smoke_store.table_stderr
+
+
+@pytest.fixture(scope="module")
+def compare_shown(smoke_run):
+    """``compare --resume`` of the smoke run in a terminal of each width, run once a width."""
+    results, run_id, _, _ = smoke_run
+    shown = {}
+
+    def at(columns: int):
+        if columns not in shown:
+            shown[columns] = in_terminal("compare", "--resume", run_id, "--results-dir",
+                                         str(results), "--no-progress", columns=columns)
+        return shown[columns]
+
+    return at
 
 
 def _legend(text: str) -> dict[str, str]:
@@ -53,10 +65,8 @@ def _table_rows(text: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("columns", [80, 120])
-def test_compare_fits_the_terminal_and_every_row_says_what_it_is(smoke_run, columns):
-    results, run_id, _, _ = smoke_run
-    shown = in_terminal("compare", "--resume", run_id, "--results-dir", str(results),
-                        "--no-progress", columns=columns)
+def test_compare_fits_the_terminal_and_every_row_says_what_it_is(compare_shown, columns):
+    shown = compare_shown(columns)
     assert shown.returncode == 0, shown.text
     assert shown.widest() <= columns, shown.text
     legend = _legend(shown.text)
@@ -77,10 +87,8 @@ def test_compare_fits_the_terminal_and_every_row_says_what_it_is(smoke_run, colu
     assert ("iterations" in header) == ("iterations: this fit's" in shown.text), shown.text
 
 
-def test_compare_at_120_columns_keeps_full_names(smoke_run):
-    results, run_id, _, _ = smoke_run
-    shown = in_terminal("compare", "--resume", run_id, "--results-dir", str(results),
-                        "--no-progress", columns=120)
+def test_compare_at_120_columns_keeps_full_names(compare_shown):
+    shown = compare_shown(120)
     assert "gradient_boosting_classifier" in _table_rows(shown.text)[2][0]
     assert "…" not in "".join(line for line in shown.text.splitlines()
                               if line.startswith("kmeans"))
@@ -93,9 +101,9 @@ def test_report_fits_80_columns(smoke_run):
     assert "sklearnex" in shown.text and "every case: cpu" in shown.text
 
 
-def test_piped_output_is_never_hard_wrapped(smoke_run):
-    results, _, stdout, stderr = smoke_run
-    assert f"results in {results}" in stderr      # the path on the line that names it
+def test_piped_output_is_never_hard_wrapped(smoke_store):
+    stdout, stderr = smoke_store.table_stdout, smoke_store.table_stderr
+    assert f"results in {smoke_store.results}" in stderr      # the path on the line that names it
     assert "…" not in stdout                         # nothing abbreviated at natural width
     assert any(line.startswith("gradient_boosting_classifier  breast_cancer  xgboost")
                for line in stdout.splitlines()), stdout
