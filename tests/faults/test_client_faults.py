@@ -84,11 +84,12 @@ def wait_for_point(faults, client, point: str, run_id: str | None) -> None:
 
 
 def test_client_faults_lose_nothing_and_leave_nothing(faults, tmp_path):
-    # Seven cases: a fault between cases stores one (three such faults), one mid-case none
-    # (its case is killed seconds before it could end), so the last fault (SIGHUP mid-case)
-    # still finds a case running, with room for a few stored late on a loaded machine. Each
-    # case more is a case process more for the final resume (14 cases: 86 of this test's 193 s).
-    spec = spec_with(tmp_path, cases=7)
+    # Five cases: a fault between cases stores one (three such faults: it is sent as that
+    # one is stored, while the next case process is starting), one mid-case none (its case is
+    # killed as its process appears, seconds before it could end), so the last fault (SIGHUP
+    # mid-case) finds one of two cases running, with room for one stored late. Each case more
+    # is a case process more for the final resume (~5 CPU-s; 14 cases: 86 of this test's 193 s).
+    spec = spec_with(tmp_path, cases=5)
     run_id: str | None = None
     kept: dict[str, object] = {}
     injected = 0
