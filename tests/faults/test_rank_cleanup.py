@@ -94,17 +94,7 @@ def test_ranks_die_with_their_client(faults, tmp_path):
     assert faults.scratch_left() == []
 
 
-SECOND_CASE = """
-[[cases]]
-algorithm = "mlp"
-backend = "keras"
-device = "cpu"
-strategy = "horovod"
-ranks = 2
-dataset = "digits"
-epochs = 501
-batch_size = 16
-"""
+SECOND_CASE = HOROVOD_SPEC[HOROVOD_SPEC.index("[[cases]]"):].replace("epochs = 500", "epochs = 501")
 """A second case beside HOROVOD_SPEC's (one more epoch: another case id)."""
 
 
