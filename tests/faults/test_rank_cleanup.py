@@ -15,8 +15,7 @@ import pytest
 
 from accelml.results.store import ResultsStore
 
-from .conftest import case_processes, gone, ranks_of, wait_for
-from .test_client_faults import spec_with
+from .conftest import case_processes, gone, ranks_of, tagged, wait_for
 
 pytestmark = [pytest.mark.faults, pytest.mark.horovod, pytest.mark.slow]
 WORK_UNIT = "tests/faults: rank cleanup"
@@ -49,9 +48,17 @@ def horovod_spec(tmp_path, time_limit=600):
 
 def start_with_ranks(faults, tmp_path, *extra, time_limit=600):
     client = faults.client(horovod_spec(tmp_path, time_limit), *extra)
-    wait_for(lambda: len(ranks_of(faults.tag)) >= 2 or client.poll() is not None, "two horovod ranks")
-    assert client.poll() is None, client.communicate()
+    wait_for_ranks(faults, client)
     return client
+
+
+def wait_for_ranks(faults, client, earlier=frozenset()):
+    """Wait until two ranks not among the process ids ``earlier`` run under ``client``."""
+    def ranks():
+        return [rank for rank in ranks_of(faults.tag) if rank.pid not in earlier]
+
+    wait_for(lambda: len(ranks()) >= 2 or client.poll() is not None, "two horovod ranks")
+    assert client.poll() is None, client.communicate()
 
 
 def only_run(faults):
@@ -59,41 +66,62 @@ def only_run(faults):
     return run
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=lambda s: s.name)
-def test_ranks_die_with_their_client(faults, tmp_path, signum):
-    """SIGKILL: the client cleans nothing up; SIGTERM: the client's clean-up on a signal, the
-    same as on SIGINT (its :class:`Interrupted` is a KeyboardInterrupt; the client's SIGINT is
-    test_client_faults_lose_nothing_and_leave_nothing's, mid-case among others). A killed rank:
-    test_killed_ranks.py."""
+def test_ranks_die_with_their_client(faults, tmp_path):
+    """SIGKILL: the client cleans nothing up, and the next run (its resume) sweeps the scratch
+    folders it left; SIGTERM, to that resume: the client's clean-up on a signal, the same as on
+    SIGINT (its :class:`Interrupted` is a KeyboardInterrupt; the client's SIGINT is
+    test_client_faults_lose_nothing_and_leave_nothing's, mid-case among others). A killed
+    rank: test_killed_ranks.py. One run for both signals: the resume is the next run that
+    sweeps, in place of a run of its own."""
     client = start_with_ranks(faults, tmp_path)
-    client.send_signal(signum)
-    _, err = client.communicate(timeout=120)
+    client.send_signal(signal.SIGKILL)
+    client.communicate(timeout=120)
     assert gone(faults.tag) == []
     run = only_run(faults)
-    if signum == signal.SIGKILL:
-        assert run.status == "running"               # it had no chance to say otherwise
-        # the next run on this machine sweeps the scratch folders the killed client left
-        assert faults.scratch_left()
-        assert faults.run(spec_with(tmp_path, cases=1)).returncode == 0
-    else:
-        assert client.returncode == 128 + signum, err
-        assert run.status == "interrupted"
-        assert f"--resume {run.run_id}" in err
+    assert run.status == "running"                   # it had no chance to say otherwise
+    left_by_the_kill = set(faults.scratch_left())
+    assert left_by_the_kill
+
+    client = faults.client("--resume", run.run_id)
+    wait_for_ranks(faults, client)                   # its case started: the sweep came first
+    assert not left_by_the_kill & set(faults.scratch_left()), "not swept by the next run"
+    client.send_signal(signal.SIGTERM)
+    _, err = client.communicate(timeout=120)
+    assert gone(faults.tag) == []
+    assert client.returncode == 128 + signal.SIGTERM, err
+    assert only_run(faults).status == "interrupted"
+    assert f"--resume {run.run_id}" in err
     assert faults.scratch_left() == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=lambda s: s.name)
-def test_ranks_die_with_their_killed_case_process(faults, tmp_path, signum):
-    client = start_with_ranks(faults, tmp_path, "--retries", "0")   # kept killed, not run again
-    (case,) = case_processes(faults.tag)
-    case.send_signal(signum)
+SECOND_CASE = HOROVOD_SPEC[HOROVOD_SPEC.index("[[cases]]"):].replace("epochs = 500", "epochs = 501")
+"""A second case beside HOROVOD_SPEC's (one more epoch: another case id)."""
+
+
+def test_ranks_die_with_their_killed_case_process(faults, tmp_path):
+    """Two cases in one run: the first's case process killed with SIGKILL, the second's with
+    SIGTERM; each case's launcher and ranks end with it, and each kill is recorded."""
+    path = tmp_path / "two.toml"
+    path.write_text(HOROVOD_SPEC.format(time_limit=600) + SECOND_CASE)
+    client = faults.client(str(path), "--retries", "0")   # kept killed, not run again
+    earlier: frozenset[int] = frozenset()
+    for signum in (signal.SIGKILL, signal.SIGTERM):
+        wait_for_ranks(faults, client, earlier)
+        (case,) = [process for process in case_processes(faults.tag) if process.pid not in earlier]
+        its_tree = [case, *case.children(recursive=True)]      # horovodrun and the ranks
+        case.send_signal(signum)
+        wait_for(lambda tree=its_tree: not any(tagged(process, faults.tag) for process in tree),
+                 f"the launcher and ranks of the case process killed with {signum.name} to end")
+        earlier = earlier | {process.pid for process in its_tree}
     _, err = client.communicate(timeout=120)
     assert client.returncode == 1, err
     assert gone(faults.tag) == []
-    (result,) = ResultsStore(faults.results).case_results(only_run(faults).run_id)
-    assert result.failure.value == "killed"
-    assert result.reason.startswith(f"killed by {signum.name}")
-    assert "peak memory" in result.reason and "out of memory" not in result.reason
+    results = ResultsStore(faults.results).case_results(only_run(faults).run_id)
+    assert len(results) == 2
+    assert all(result.failure.value == "killed" for result in results)
+    assert sorted(next(name for name in ("SIGKILL", "SIGTERM") if result.reason.startswith(f"killed by {name}"))
+                  for result in results) == ["SIGKILL", "SIGTERM"], [r.reason for r in results]
+    assert all("peak memory" in result.reason and "out of memory" not in result.reason for result in results)
     assert faults.scratch_left() == []
 
 
