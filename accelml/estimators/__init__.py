@@ -56,8 +56,10 @@ backend here returns host NumPy arrays from predict (XGBoost on CUDA copies pred
 the host, which is the sync), and ``fit`` returns after the device finished training.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ._algorithms import ALGORITHMS, Algorithm, Objective, Param
-from ._estimator import Estimator, device_sync
 from ._measurer import GO, MeasureContext, Measurements, Turns
 from ._registry import (
     BACKENDS,
@@ -84,6 +86,20 @@ from ._registry import (
     task_of,
 )
 from .sklearn import reference_centroids
+
+if TYPE_CHECKING:
+    from ._estimator import Estimator, device_sync
+
+_LOADS_SKLEARN = ("Estimator", "device_sync")
+
+
+def __getattr__(name: str) -> object:
+    """:class:`Estimator` and :func:`device_sync`, from ``_estimator``, which imports scikit-learn
+    (~3 CPU-s): loaded when first asked for, so that the registries alone (what the report and
+    the CLI's client read) load no scikit-learn."""
+    if name in _LOADS_SKLEARN:
+        return getattr(importlib.import_module(f"{__name__}._estimator"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ALGORITHMS", "BACKENDS", "GO", "Algorithm", "AlgorithmInfo", "Backend", "Convert", "Estimator",

@@ -59,3 +59,10 @@ def test_the_command_list_imports_no_command_module(imported_by):
     modules = imported_by("--help")
     assert not {name for name in modules if name.startswith("accelml.cli.")}
     assert not {"numpy", "rich", "accelml.report", "accelml.comparison"} & modules
+
+
+@pytest.mark.parametrize("argv", [["compare", "--help"], ["report", "--help"], ["runs", "--help"]])
+def test_client_commands_load_no_scikit_learn(imported_by, argv):
+    """The client reads the estimator registries, not :class:`accelml.estimators.Estimator`:
+    scikit-learn (~3 CPU-s a process here) loads only in case processes that fit."""
+    assert "sklearn" not in imported_by(*argv)
