@@ -63,11 +63,40 @@ def _in_standard_library(path: str) -> bool:
 def _frames_text(frames: list[tuple[str, str, str]]) -> str:
     """:data:`HUNG_FRAMES` frames, innermost first, from the innermost one outside Python's
     standard library where there is one: ``inspect.py`` or ``threading.py`` frames say less
-    than the library call that entered them."""
+    than the library call that entered them. Where those frames are all in one package, the
+    innermost frame of another package that led there follows (`` < ... < ``): a forest's
+    fit caught inside a helper library's type checks names the scikit-learn call too.
+
+    >>> _frames_text([("/s/site-packages/narwhals/a.py", "9", "check"),
+    ...               ("/s/site-packages/narwhals/b.py", "3", "is_series"),
+    ...               ("/s/site-packages/sklearn/utils/validation.py", "7", "check_array")])
+    'narwhals/a.py:9 check < narwhals/b.py:3 is_series < sklearn/utils/validation.py:7 check_array'
+    >>> _frames_text([("/s/site-packages/narwhals/a.py", "9", "check")] * 3
+    ...              + [("/s/site-packages/sklearn/ensemble/_forest.py", "5", "fit")])
+    'narwhals/a.py:9 check < narwhals/a.py:9 check < narwhals/a.py:9 check < ... < sklearn/ensemble/_forest.py:5 fit'
+    """
     outside = next((index for index, (path, _, _) in enumerate(frames)
                     if not _in_standard_library(path)), 0)
-    return " < ".join(f"{_short(path)}:{number} {function}"
-                      for path, number, function in frames[outside:outside + HUNG_FRAMES])
+    shown = frames[outside:outside + HUNG_FRAMES]
+    text = " < ".join(_frame_text(frame) for frame in shown)
+    packages = {_package(path) for path, _, _ in shown}
+    if len(packages) == 1:
+        caller = next((frame for frame in frames[outside + HUNG_FRAMES:]
+                       if _package(frame[0]) not in packages
+                       and not _in_standard_library(frame[0])), None)
+        if caller is not None:
+            text += f" < ... < {_frame_text(caller)}"
+    return text
+
+
+def _frame_text(frame: tuple[str, str, str]) -> str:
+    path, number, function = frame
+    return f"{_short(path)}:{number} {function}"
+
+
+def _package(path: str) -> str:
+    """The top-level package (or folder) :func:`_short` names ``path`` from."""
+    return _short(path).split("/", 1)[0]
 
 
 def _short(path: str) -> str:
