@@ -36,11 +36,15 @@ def _carries(pid: int, tag: str) -> bool:
         return False
 
 
-def tagged(process: psutil.Process, tag: str) -> bool:
+def _running(process: psutil.Process) -> bool:
     try:
-        return process.status() != psutil.STATUS_ZOMBIE and _carries(process.pid, tag)
+        return process.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def tagged(process: psutil.Process, tag: str) -> bool:
+    return _running(process) and _carries(process.pid, tag)
 
 
 def leftovers(tag: str) -> list[psutil.Process]:
@@ -52,7 +56,7 @@ def leftovers(tag: str) -> list[psutil.Process]:
                 process = psutil.Process(pid)
             except psutil.Error:
                 continue
-            if tagged(process, tag):
+            if _running(process):
                 found.append(process)
     return found
 
