@@ -80,7 +80,6 @@ LOCKS_DIR = "locks"
 LOGS_DIR = "logs"
 """Under a store: ``logs/RUN_ID/CASE_ID-PID/``, the launcher's and ranks' logs of a case."""
 BUSY_TIMEOUT_MS = 60_000
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 # cases.workers holds CaseResult.ranks: the column keeps the name it had before the rename.
 _SCHEMA = """
@@ -226,7 +225,7 @@ class ResultsStore:
         self.directory, self.database = _resolve(location)
         self.read_only = read_only
         if self.database.is_file():
-            self._check_header()
+            self._check_not_empty()
             if not read_only:
                 self._check_writable()
         elif self.database.exists():
@@ -276,20 +275,20 @@ class ResultsStore:
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.directory)!r})"
 
-    def _check_header(self) -> None:
-        """An existing database file must be an SQLite database (an empty one is damage)."""
+    def _check_not_empty(self) -> None:
+        """An empty database file is damage (SQLite would take it for a new database and
+        write into it). Only ``stat``: the rest of the header is SQLite's to check (a
+        Python ``open()`` and ``close()`` of the file would drop every POSIX lock this
+        process holds on it, the locks of its open SQLite connections included, and a
+        writer elsewhere would then delete the -wal and -shm files they still use)."""
         try:
-            with open(self.database, "rb") as handle:
-                header = handle.read(len(SQLITE_HEADER))
+            size = self.database.stat().st_size
         except OSError as error:
             raise StoreError(f"results store {self.database}: cannot read: "
                              f"{error.strerror or error}") from None
-        if not header:
+        if size == 0:
             raise StoreError(f"results store {self.database}: empty file (0 bytes), not a "
                              "results database")
-        if header != SQLITE_HEADER:
-            raise StoreError(f"results store {self.database}: not an SQLite database "
-                             "(its header is damaged or it is another kind of file)")
 
     def _read_only(self, path: Path) -> StoreError:
         try:
@@ -312,8 +311,12 @@ class ResultsStore:
             raise self._read_only(self.directory)
 
     def _damaged(self, error: sqlite3.Error) -> StoreError:
-        if getattr(error, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+        name = getattr(error, "sqlite_errorname", "")
+        if name.startswith("SQLITE_READONLY"):
             return self._read_only(self.database)
+        if name == "SQLITE_NOTADB":
+            return StoreError(f"results store {self.database}: not an SQLite database (its "
+                              "header is damaged or it is another kind of file)")
         return StoreError(f"results store {self.database}: unreadable ({error}); it is damaged "
                           "or not an accelml store")
 

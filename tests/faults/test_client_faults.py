@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 import sqlite3
 import time
+from contextlib import closing
 
 import pytest
 
@@ -59,7 +60,7 @@ def spec_with(tmp_path, cases: int, extra: str = "") -> str:
 
 def stored(faults, run_id: str) -> dict[str, object]:
     """case id -> stored result; fails on a case stored twice."""
-    with sqlite3.connect(faults.results / "results.sqlite") as connection:
+    with closing(sqlite3.connect(faults.results / "results.sqlite")) as connection:
         ids = [row[0] for row in connection.execute("SELECT case_id FROM cases WHERE run_id=?", (run_id,))]
     assert len(ids) == len(set(ids)), "a case stored twice"
     return {result.case_id: result for result in ResultsStore(faults.results).case_results(run_id)}

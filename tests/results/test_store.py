@@ -1,5 +1,7 @@
 import multiprocessing
+import os
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,3 +99,30 @@ def test_two_concurrent_writers_lose_and_corrupt_nothing(tmp_path):
             assert store.read_array(result.prediction().digest)[0] == index
     with sqlite3.connect(store.database) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def posix_locks_on(path) -> list[str]:
+    """This process's POSIX locks on a file, as /proc/locks lists them."""
+    inode = os.stat(path).st_ino
+    return [line for line in Path("/proc/locks").read_text().splitlines()
+            if line.split()[4] == str(os.getpid()) and line.split()[5].endswith(f":{inode}")]
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_opening_a_store_keeps_the_locks_of_connections_already_open(tmp_path, read_only):
+    # An open WAL connection holds a shared lock on the database file, and the last connection
+    # to close deletes the -wal and -shm files only where it can lock the file exclusively.
+    # A Python open()/close() of the file drops every POSIX lock of the process on it: a
+    # writer elsewhere then deletes the files this process still uses, and its next read is
+    # "database disk image is malformed" (CI, test_client_faults, stop 38).
+    ResultsStore(tmp_path)
+    database = tmp_path / "results.sqlite"
+    held = sqlite3.connect(database, isolation_level=None)
+    try:
+        held.execute("SELECT count(*) FROM runs").fetchone()
+        before = posix_locks_on(database)
+        assert before, "an open WAL connection holds a lock on the database file"
+        ResultsStore(tmp_path, read_only=read_only).list_runs()
+        assert posix_locks_on(database) == before
+    finally:
+        held.close()
