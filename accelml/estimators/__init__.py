@@ -60,7 +60,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ._algorithms import ALGORITHMS, Algorithm, Objective, Param
-from ._measurer import GO, MeasureContext, Measurements, Turns
+from ._measurer import GO, MeasureContext, Measurements, Turns, device_sync
 from ._registry import (
     BACKENDS,
     AlgorithmInfo,
@@ -88,15 +88,15 @@ from ._registry import (
 from .sklearn import reference_centroids
 
 if TYPE_CHECKING:
-    from ._estimator import Estimator, device_sync
+    from ._estimator import Estimator
 
-_LOADS_SKLEARN = ("Estimator", "device_sync")
+_LOADS_SKLEARN = ("Estimator",)
 
 
 def __getattr__(name: str) -> object:
-    """:class:`Estimator` and :func:`device_sync`, from ``_estimator``, which imports scikit-learn
-    (~3 CPU-s): loaded when first asked for, so that the registries alone (what the report and
-    the CLI's client read) load no scikit-learn."""
+    """:class:`Estimator`, from ``_estimator``, which imports scikit-learn (~3 CPU-s): loaded
+    when first asked for, so that the registries alone (what the report, the CLI's client and
+    a deep-learning case's process read) load no scikit-learn."""
     if name in _LOADS_SKLEARN:
         return getattr(importlib.import_module(f"{__name__}._estimator"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

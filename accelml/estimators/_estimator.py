@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from accelml.errors import AccelmlError
 
 from ._algorithms import Algorithm
+from ._measurer import device_sync
 from ._registry import (
     BACKENDS,
     Backend,
@@ -455,24 +456,3 @@ def _encode_on_workers(y: Any) -> tuple[NDArray[Any], Any]:
 
     classes = np.asarray(da.unique(y).compute())
     return classes, y.map_blocks(lambda block: np.searchsorted(classes, block), dtype=np.intp)
-
-
-def device_sync(value: object) -> object:
-    """Wait for device work behind ``value`` and return it on the host.
-
-    NumPy arrays (what every backend here returns, XGBoost on CUDA included: its predictions
-    are copied to the host, which is the sync) come back unchanged; dask collections (on
-    several workers, whose blocks may be on GPUs) are computed; JAX arrays are waited for;
-    CuPy arrays are copied to the host.
-
-    >>> device_sync(np.arange(3))
-    array([0, 1, 2])
-    """
-    compute = getattr(value, "compute", None)
-    if callable(compute) and type(value).__module__.startswith("dask"):
-        value = compute()
-    if hasattr(value, "block_until_ready"):
-        return value.block_until_ready()
-    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
-        return value.get()
-    return value

@@ -14,7 +14,8 @@ comparison group) the case's :class:`Turns`. The function raises on failure (an
 records the reason. A multi-rank case (``ranks > 1``) launches its ranks from inside this
 function (e.g. horovodrun or mpirun) and returns rank 0's view with every rank's weight
 digest in ``dl.rank_weight_digests``. The keras backend's measurer is
-:func:`accelml.estimators.keras.measure_keras`.
+:func:`accelml.estimators.keras.measure_keras`. :func:`device_sync` brings a result to the
+host before a clock is read, whoever measures.
 """
 
 from __future__ import annotations
@@ -113,3 +114,24 @@ class Measurements:
     worker_peak_memory_bytes: tuple[int, ...] = ()   # each dask worker process's, on several ranks
     workers_started_by: str = ""                     # local-processes | srun | mpirun
     boosting: BoostingRounds | None = None           # set-up vs rounds (accelml.runner.rounds)
+
+
+def device_sync(value: object) -> object:
+    """Wait for device work behind ``value`` and return it on the host.
+
+    NumPy arrays (what every backend here returns, XGBoost on CUDA included: its predictions
+    are copied to the host, which is the sync) come back unchanged; dask collections (on
+    several workers, whose blocks may be on GPUs) are computed; JAX arrays are waited for;
+    CuPy arrays are copied to the host.
+
+    >>> device_sync(np.arange(3))
+    array([0, 1, 2])
+    """
+    compute = getattr(value, "compute", None)
+    if callable(compute) and type(value).__module__.startswith("dask"):
+        value = compute()
+    if hasattr(value, "block_until_ready"):
+        return value.block_until_ready()
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        return value.get()
+    return value

@@ -50,10 +50,11 @@ from typing import Any
 
 import numpy as np
 
+from accelml import estimators
 from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, UnavailableError
-from accelml.estimators import Estimator, MeasureContext, Measurements, get_backend, task_of
+from accelml.estimators import MeasureContext, Measurements, get_backend, task_of
 from accelml.executors.tls import TemporaryCredentials
 from accelml.probe import list_gpus
 from accelml.results.records import PhaseTiming
@@ -261,8 +262,8 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
     implementation = get_backend(case.backend).implementations[case.algorithm]
     if "n_jobs" in implementation.params and "n_jobs" not in params:
         params["n_jobs"] = threads
-    template = Estimator(case.algorithm, backend=case.backend, device=case.device,
-                         library_params=dict(case.library_params) or None, **params)
+    template = estimators.Estimator(case.algorithm, backend=case.backend, device=case.device,
+                                    library_params=dict(case.library_params) or None, **params)
     template.check_available()
     template, split = clocked(case, template)
     started = time.perf_counter()

@@ -19,10 +19,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from accelml.cases import Case
-from accelml.estimators import Estimator, RoundClock, get_backend
+from accelml.estimators import RoundClock, get_backend
 from accelml.results.records import BoostingRounds, PhaseTiming
+
+if TYPE_CHECKING:
+    from accelml.estimators import Estimator
 
 SETUP_PHASE = "setup"
 

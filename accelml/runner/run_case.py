@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from accelml import estimators
 from accelml.cases import Case
 from accelml.datasets import load_dataset
 from accelml.errors import AccelmlError, ProcessKilled, UnavailableError
-from accelml.estimators import Estimator, MeasureContext, Measurements, Turns, get_backend, task_of
+from accelml.estimators import MeasureContext, Measurements, Turns, get_backend, task_of
 from accelml.expectations import is_deep_learning
 from accelml.results.records import (
     ArrayRef,
@@ -72,7 +73,7 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
-def fitted_iterations(case: Case, estimator: Estimator) -> int | None:
+def fitted_iterations(case: Case, estimator: estimators.Estimator) -> int | None:
     """The iterations the fit ran, from the attribute the implementation's record names
     (``n_iter_``; the largest entry when the library keeps one per class or target) or
     the function it gives (XGBoost's boosted rounds)."""
@@ -89,26 +90,26 @@ def fitted_iterations(case: Case, estimator: Estimator) -> int | None:
     return int(values.max()) if values.size else None
 
 
-def _build_estimator(case: Case, threads: int | None) -> Estimator:
+def _build_estimator(case: Case, threads: int | None) -> estimators.Estimator:
     """The case's estimator, with ``n_jobs = threads`` when the algorithm takes n_jobs on this
     backend and the spec did not set it (the thread pools are limited in any case)."""
     params = case.params_dict
     library_params = dict(case.library_params) or None
     if threads is not None and "n_jobs" not in params:
         try:
-            return Estimator(case.algorithm, backend=case.backend, device=case.device,
-                             library_params=library_params, **params, n_jobs=threads)
+            return estimators.Estimator(case.algorithm, backend=case.backend, device=case.device,
+                                        library_params=library_params, **params, n_jobs=threads)
         except AccelmlError:
             pass   # no n_jobs for this algorithm/backend: OpenMP/BLAS limits apply instead
-    return Estimator(case.algorithm, backend=case.backend, device=case.device, library_params=library_params,
-                     **params)
+    return estimators.Estimator(case.algorithm, backend=case.backend, device=case.device,
+                                library_params=library_params, **params)
 
 
 PRIMING_ROWS = 1000
 """Rows of the untimed priming fit that runs before a first run may count as a repeat."""
 
 
-def _prime(template: Estimator, X: Any, y: Any, X_test: Any, fit_only: bool,
+def _prime(template: estimators.Estimator, X: Any, y: Any, X_test: Any, fit_only: bool,
            predict_name: str) -> None:
     """Fit and predict once on the first :data:`PRIMING_ROWS` rows, untimed: the libraries'
     one-time costs (imports, thread pools, dispatch tables) are paid here, so a first full

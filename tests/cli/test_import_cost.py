@@ -37,10 +37,12 @@ def test_help_loads_no_deep_learning_framework(imported_by, argv):
 
 
 def test_the_case_process_loads_only_its_own_command(imported_by):
+    """... and no scikit-learn until a case fits an estimator: a deep-learning case's process
+    (its ranks train) paid ~2.4 s of its ``startup`` phase for it."""
     modules = imported_by("run-case", "--help")
     assert "accelml.cli.run_case" in modules and "accelml.runner.run_case" in modules
     assert not {"accelml.cli.compare", "accelml.cli.report", "accelml.report.render",
-                "accelml.comparison", "accelml.orchestration", "matplotlib"} & modules
+                "accelml.comparison", "accelml.orchestration", "matplotlib", "sklearn"} & modules
 
 
 def test_backends_lists_without_loading_a_framework(imported_by):
