@@ -99,7 +99,7 @@ def work_unit(nodeid: str) -> str:
       several tests read, some of them in order: "latest" run of a shared store) is one unit,
       so that the fixture is built once and its tests keep their order;
     - every other test is a unit of its own, taken by whichever worker is free. A folder's
-      session-scoped fixtures that are cheap to build (``tests/dl``'s Horovod probes,
+      session-scoped fixtures that are cheap to build (the Horovod look-up,
       ``tests/containers``' cached image) are built once per worker that needs them, rather
       than putting the whole folder (tests/dl: ~100 tests of real ranks) on one worker.
 
@@ -194,6 +194,20 @@ def slurm_available() -> str:
     if result.returncode != 0:
         pytest.fail(f"local SLURM did not start: {result.stderr.strip() or result.stdout.strip()}")
     return "debug"
+
+
+@pytest.fixture(scope="session")
+def horovod_ready():
+    """Skip (with the reason) where Horovod or horovodrun is not installed. Looked up, not
+    imported: importing its bindings loads TensorFlow and PyTorch (~17 CPU-s in each xdist
+    worker), and a binding that is installed but broken fails the tests that use it."""
+    from accelml.probe import distribution_version, find_launcher
+
+    if distribution_version("horovod") is None:
+        pytest.skip("horovod unavailable: not installed (make/build-horovod.sh builds it)")
+    if find_launcher("horovodrun") is None:
+        pytest.skip("horovod unavailable: horovodrun is not on PATH")
+    return True
 
 
 @pytest.fixture(scope="session")

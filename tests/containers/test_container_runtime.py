@@ -187,12 +187,7 @@ strategy = """
 
 @pytest.mark.horovod
 def test_two_horovod_ranks_run_inside_the_container_with_identical_weights(container_image, host_python_binds,
-                                                                          tmp_path):
-    from accelml.dl.strategies.horovod import probe_horovod
-
-    found = probe_horovod()
-    if not found.available:
-        pytest.skip(f"horovod unavailable: {found.detail}")
+                                                                          horovod_ready, tmp_path):
     venv = toml_table(runtime="charliecloud", image=container_image, binds=list(host_python_binds),
                       python=sys.executable)
     out, _, _, (result,) = run_spec(tmp_path, [venv], spec=DL_SPEC + '"horovod"\n')

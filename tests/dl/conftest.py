@@ -10,20 +10,6 @@ from tests.plugins.conftest import install_plugin  # noqa: F401  (strategy varia
 
 
 @pytest.fixture(scope="session")
-def horovod_ready():
-    """Skip (with the reason) where Horovod or horovodrun is not installed. Looked up, not
-    imported: importing its bindings loads TensorFlow and PyTorch (~17 CPU-s in each xdist
-    worker), and a binding that is installed but broken fails the tests that use it."""
-    from accelml.probe import distribution_version, find_launcher
-
-    if distribution_version("horovod") is None:
-        pytest.skip("horovod unavailable: not installed (make/build-horovod.sh builds it)")
-    if find_launcher("horovodrun") is None:
-        pytest.skip("horovod unavailable: horovodrun is not on PATH")
-    return True
-
-
-@pytest.fixture(scope="session")
 def horovod_torch_ready(horovod_ready):
     """Skip (with the reason) only where Horovod was built without its PyTorch binding."""
     from accelml.dl.strategies._horovod_torch import built_with_torch
