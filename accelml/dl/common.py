@@ -24,6 +24,26 @@ from accelml.dl.turns import EpochGate
 from accelml.errors import UnavailableError
 
 
+def seed_keras(keras: ModuleType, seed: int) -> None:
+    """``keras.utils.set_random_seed(seed)`` (Python, NumPy, Keras's global seed generator and
+    the engine: torch's generator on torch), without TensorFlow's where Keras does not run on
+    it. Keras seeds TensorFlow whenever it is installed (for tf.data pipelines, which the JAX
+    and torch loops do not use): on a machine with TensorFlow that import cost each JAX or
+    torch rank ~10 s of CPU and its memory before the first step."""
+    from keras.src.utils import rng_utils
+
+    lazy = rng_utils.tf
+    if keras.backend.backend() == "tensorflow" or lazy.module is not None:
+        keras.utils.set_random_seed(seed)
+        return
+    known = lazy._available
+    lazy._available = False
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        lazy._available = known
+
+
 def weights_digest(arrays: Iterable[object]) -> str:
     """SHA-256 over the weights in order: shape, dtype and bytes of each array.
 

@@ -21,6 +21,7 @@ from accelml.dl.common import (
     make_optimizer,
     rank_result,
     require_tensorboard,
+    seed_keras,
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -57,7 +58,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     import keras
 
     tf_devices.set_precision(keras, config.precision)
-    keras.utils.set_random_seed(config.seed + rank)
+    seed_keras(keras, config.seed + rank)
     image_size = config.image_size if data.name != "generated" else None
     shape = ((image_size, image_size, data.image_shape[2]) if image_size else data.image_shape)
     model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)

@@ -46,6 +46,7 @@ from accelml.dl.common import (
     make_learning_rate,
     make_optimizer,
     require_tensorboard,
+    seed_keras,
     versions,
     weights_digest,
 )
@@ -543,7 +544,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     keras.distribution.set_distribution(
         None if per_device else keras.distribution.DataParallel(devices=devices))
     keras.mixed_precision.set_global_policy(config.precision)
-    keras.utils.set_random_seed(config.seed)
+    seed_keras(keras, config.seed)
 
     image_size = config.image_size if data.name != "generated" else None
     channels = data.image_shape[2]

@@ -24,6 +24,7 @@ from accelml.dl.common import (
     make_optimizer,
     rank_result,
     require_tensorboard,
+    seed_keras,
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -57,7 +58,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
     if config.deterministic:
         _deterministic_ops(engine)
     keras.mixed_precision.set_global_policy(config.precision)
-    keras.utils.set_random_seed(config.seed)
+    seed_keras(keras, config.seed)
 
     image_size = config.image_size if data.name != "generated" else None
     model = build_model(config.model, keras,

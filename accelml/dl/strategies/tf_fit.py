@@ -35,6 +35,7 @@ from accelml.dl.common import (
     make_learning_rate,
     make_optimizer,
     require_tensorboard,
+    seed_keras,
     slurm_tasks_per_node,
     versions,
     weights_digest,
@@ -118,7 +119,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         raise UnavailableError(f"{config.strategy} has {strategy.num_replicas_in_sync} "
                                f"replica(s), the case asks for {config.ranks}")
     tf_devices.set_precision(keras, config.precision)
-    keras.utils.set_random_seed(config.seed)
+    seed_keras(keras, config.seed)
 
     image_size = config.image_size if data.name != "generated" else None
     shape = ((image_size, image_size, data.image_shape[2]) if image_size else data.image_shape)

@@ -62,6 +62,7 @@ from accelml.dl.common import (
     make_optimizer,
     rank_result,
     require_tensorboard,
+    seed_keras,
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -231,7 +232,7 @@ def _train(torch: Any, config: TrainingConfig, data: ImageData, collectives: Col
         raise UnavailableError(f"Keras runs on {keras.backend.backend()}; set "
                                "KERAS_BACKEND=torch (accelml.dl.launch does)")
     keras.mixed_precision.set_global_policy(config.precision)
-    keras.utils.set_random_seed(config.seed + rank)
+    seed_keras(keras, config.seed + rank)
     image_size = config.image_size if data.name != "generated" else None
     shape = (image_size, image_size, data.image_shape[2]) if image_size else data.image_shape
     model = build_model(config.model, keras, shape, data.classes, **config.model_arguments)
