@@ -81,6 +81,9 @@ def interrupted_at(faults, spec: str, delay: float) -> tuple[int, str]:
 
 STARTING_AT = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
 """Moments of Python's start-up and accelml's first imports (seconds after the process starts)."""
+LATER = (0.4, 0.5, 0.6, 0.8, 1.0, 1.3, 1.6, 2.0)
+"""Later moments, tried in turn where the first ones all fell in Python's start-up (a loaded
+host: the clean-clone suite beside other work ended 20 of 21 there, 1 in accelml)."""
 
 
 def test_ctrl_c_in_the_first_moments_is_never_an_accelml_traceback(faults, tmp_path):
@@ -91,7 +94,9 @@ def test_ctrl_c_in_the_first_moments_is_never_an_accelml_traceback(faults, tmp_p
     (there used to be tracebacks from accelml/__init__.py and __main__.py until 0.2 s)."""
     spec = spec_with(tmp_path, cases=1)
     ended = {"accelml": 0, "python": 0}
-    for delay in STARTING_AT * 3:
+    for delay in STARTING_AT * 3 + LATER:
+        if delay in LATER and ended["accelml"] >= 3:
+            break
         code, err = interrupted_at(faults, spec, delay)
         if code == 130:
             assert "Traceback" not in err, (delay, err)
