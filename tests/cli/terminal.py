@@ -39,7 +39,7 @@ class Printed:
 
 
 def in_terminal(*args: str, columns: int, env: dict[str, str] | None = None,
-                timeout: float = 300) -> Printed:
+                timeout: float = 900) -> Printed:
     """Run ``python -m accelml ARGS`` with stdout and stderr on a pty ``columns`` wide."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -73,7 +73,7 @@ def in_terminal(*args: str, columns: int, env: dict[str, str] | None = None,
 
 
 def piped(*args: str, env: dict[str, str] | None = None,
-          timeout: float = 300) -> subprocess.CompletedProcess[str]:
+          timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """Run ``python -m accelml ARGS`` with stdout and stderr on pipes."""
     return subprocess.run([sys.executable, "-m", "accelml", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
