@@ -22,6 +22,11 @@ import pytest
 
 from accelml.cli import main
 
+COMMAND_LIMIT_S = 900
+"""Seconds a command may run before it counts as hung: a smoke compare takes about 30 CPU-s,
+but the other xdist workers' tests share the cores (one took over 300 s under a load of 11
+on 2 cores)."""
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
@@ -39,7 +44,7 @@ class Printed:
 
 
 def in_terminal(*args: str, columns: int, env: dict[str, str] | None = None,
-                timeout: float = 900) -> Printed:
+                timeout: float = COMMAND_LIMIT_S) -> Printed:
     """Run ``python -m accelml ARGS`` with stdout and stderr on a pty ``columns`` wide."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -73,7 +78,7 @@ def in_terminal(*args: str, columns: int, env: dict[str, str] | None = None,
 
 
 def piped(*args: str, env: dict[str, str] | None = None,
-          timeout: float = 900) -> subprocess.CompletedProcess[str]:
+          timeout: float = COMMAND_LIMIT_S) -> subprocess.CompletedProcess[str]:
     """Run ``python -m accelml ARGS`` with stdout and stderr on pipes."""
     return subprocess.run([sys.executable, "-m", "accelml", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)

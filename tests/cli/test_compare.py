@@ -21,11 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "experiments" / "smoke.toml"
 
 
-def accelml(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "accelml", *args], capture_output=True,
-                          text=True, cwd=kwargs.pop("cwd", REPO), timeout=300, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def smoke_run(smoke_store, tmp_path_factory):
     """The smoke spec's ``compare --json`` run (tests/cli/conftest.py's shared store, exit 0
