@@ -8,6 +8,7 @@ import importlib.metadata
 import importlib.util
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
@@ -33,7 +34,7 @@ def seed_keras(keras: ModuleType, seed: int) -> None:
     from keras.src.utils import rng_utils
 
     lazy = rng_utils.tf
-    if keras.backend.backend() == "tensorflow" or lazy.module is not None:
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
         keras.utils.set_random_seed(seed)
         return
     known = lazy._available
