@@ -5,9 +5,10 @@
 #                  the container tests run cases in, run the test suite
 # A second run skips what is already done (the venv is rebuilt only when pyproject.toml or
 # make/constraints.txt change; the Horovod wheel is cached outside the venv).
-# `make test` overlaps its set-up steps once the venv is there (a sub-make with -j): the
-# Horovod compile, the image build (mostly downloads and unpacking), ruff + mypy and the test
-# tools' install; their apt-gets take turns (make/apt-install.sh). The suite itself runs on
+# `make test` overlaps its set-up steps (a sub-make with -j): the test tools' install and the
+# local SLURM's start beside the venv's install, then the Horovod compile, the image build
+# (mostly downloads and unpacking) and ruff + mypy; their apt-gets take turns
+# (make/apt-install.sh). The suite itself runs on
 # pytest-xdist workers (pyproject.toml's addopts), most of its time being waits on real
 # subprocesses. Each step's output is printed whole when it ends (--output-sync).
 
@@ -22,20 +23,23 @@ PYTEST_ARGS ?=
 # the stubs of TensorFlow, PyTorch and JAX again (about 5 minutes of one core).
 MYPY_CACHE ?= $(or $(ACCELML_MYPY_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/accelml/mypy)
 
-.PHONY: compare test setup test-ready lint container-image test-tools
+.PHONY: compare test setup test-ready lint container-image test-tools slurm-up
 .DEFAULT_GOAL := compare
 
 compare: setup
 	$(PY) -m accelml compare
 
-test: $(INSTALLED)
-	@bash slurm/local/start.sh start; rc=$$?; \
-	  if [ $$rc = 3 ]; then echo "tests marked slurm will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
+test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target test-ready
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS)
 
-# What the suite needs, built side by side (run by `make test` with -j).
-test-ready: $(HOROVOD) lint container-image test-tools
+# What the suite needs, built side by side (run by `make test` with -j). The system tools and
+# the local SLURM need no venv: on a fresh machine their apt-gets run while pip installs.
+test-ready: $(HOROVOD) lint container-image test-tools slurm-up
+
+slurm-up:
+	@bash slurm/local/start.sh start; rc=$$?; \
+	  if [ $$rc = 3 ]; then echo "tests marked slurm will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
 
 lint: $(INSTALLED)
 	$(PY) -m ruff check accelml tests benchmarks

@@ -19,8 +19,13 @@ fi
 # without the gigabytes of CUDA wheels PyPI's plain torch pulls): pip finds it through its
 # find-links (this image's pip.conf has /opt/wheels) or PyTorch's CPU wheel index.
 torch_pin=$(grep -E '^torch==' "$here/constraints.txt")
-"$venv/bin/python" -m pip install --quiet -c "$here/constraints.txt" -e "$(dirname "$here")[all]" \
+"$venv/bin/python" -m pip install --quiet --no-compile -c "$here/constraints.txt" -e "$(dirname "$here")[all]" \
   || fail "install the stack" "pip could not install accelml[all] with make/constraints.txt (see above);
   if it is $torch_pin that cannot be found: pip finds the CPU wheel through a find-links folder
   holding it (pip config set global.find-links DIR) or PyTorch's CPU index (PIP_EXTRA_INDEX_URL)"
+# pip compiles the files it installs to bytecode on one core, half of its time here; compileall
+# does the same on every core. It exits 1 where a file does not compile (torch ships one for
+# Python 3.12 only), which pip ignores too: that file is compiled, or fails, when imported.
+"$venv/bin/python" -m compileall -q -j 0 "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+  >/dev/null 2>&1 || true
 echo "installed accelml and its pinned stack into $venv"
