@@ -29,6 +29,7 @@ def smoke_run(smoke_store, tmp_path_factory):
     return results, smoke_store.json_run_id, smoke_store.json_stdout, smoke_store.json_stderr
 
 
+@pytest.mark.slow
 def test_smoke_spec_end_to_end_json(smoke_run):
     _, run_id, stdout, stderr = smoke_run
     document = json.loads(stdout)
@@ -103,6 +104,7 @@ grid = {n_clusters = [2, 3]}
 """
 
 
+@pytest.mark.slow
 def test_killed_client_is_resumed_without_losing_or_duplicating_cases(tmp_path, capsys):
     spec = tmp_path / "kill.toml"
     spec.write_text(KILL_SPEC)
@@ -170,6 +172,7 @@ time_limit = 1
 """
 
 
+@pytest.mark.slow
 def test_failing_cases_are_recorded_and_the_rest_go_on(tmp_path, capsys):
     spec = tmp_path / "failing.toml"
     spec.write_text(FAILING_SPEC)

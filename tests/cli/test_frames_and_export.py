@@ -27,6 +27,7 @@ def two_runs(smoke_store, tmp_path_factory):
     return results, [run.run_id for run in store.list_runs()], smoke_store.json_stdout
 
 
+@pytest.mark.slow
 def test_to_frame_is_tidy_with_units_and_samples(two_runs):
     results, run_ids, _ = two_runs
     comparison = Comparison.from_store(ResultsStore(results), run_ids[0])

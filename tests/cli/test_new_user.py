@@ -72,6 +72,7 @@ def only_available_run(tmp_path_factory):
     return spec, results, out
 
 
+@pytest.mark.slow
 def test_a_case_of_more_ranks_than_cores_is_skipped_and_the_rest_run(only_available_run):
     spec, results, out = only_available_run
     assert out.returncode == 0, out.stderr

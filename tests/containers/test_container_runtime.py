@@ -99,6 +99,7 @@ def by_place(results):
     return found
 
 
+@pytest.mark.slow
 def test_bad_containers_are_unavailable_with_the_reason_and_the_rest_run(host_and_containers, tmp_path):
     out, _, _, results = host_and_containers
     assert out.returncode == 0, out.stderr
@@ -185,6 +186,7 @@ learning_rate = 0.02
 strategy = """
 
 
+@pytest.mark.slow
 @pytest.mark.horovod
 def test_two_horovod_ranks_run_inside_the_container_with_identical_weights(container_image, host_python_binds,
                                                                           horovod_ready, tmp_path):
@@ -197,6 +199,7 @@ def test_two_horovod_ranks_run_inside_the_container_with_identical_weights(conta
     assert result.environment is not None and result.environment.container is not None
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_a_slurm_job_runs_its_case_inside_the_container(container_image, slurm_available, tmp_path):
     own = toml_table(runtime="charliecloud", image=container_image)
@@ -210,6 +213,7 @@ def test_a_slurm_job_runs_its_case_inside_the_container(container_image, slurm_a
 
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_srun_starts_each_rank_of_a_slurm_job_inside_the_container(container_image, host_python_binds,
                                                                    slurm_available, tmp_path):

@@ -110,6 +110,7 @@ def test_cifar100_validates_and_loads_its_100_classes_from_the_cifar_layout(tmp_
     assert arrays.info.n_classes == len(set(np.concatenate([arrays.y_train, arrays.y_test])))
 
 
+@pytest.mark.slow
 def test_cifar100_case_trains_end_to_end(tmp_path):
     """Validation, loading and training agree: the case runs, with a 100-way output."""
     _write_cifar100(tmp_path / "cifar-100-python")

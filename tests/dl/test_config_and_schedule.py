@@ -50,6 +50,7 @@ def test_warmup_off_for_one_worker_or_zero_epochs():
     assert warmup_learning_rate(0.1, 4, 0, 0, 0, 10) == 0.1
 
 
+@pytest.mark.slow
 def test_keras_schedule_equals_formula_at_every_step():
     import keras
 

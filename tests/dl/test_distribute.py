@@ -22,6 +22,7 @@ SMALL = TrainingConfig(model="mlp", dataset="digits", batch_size=32, epochs=3,
 # test_multiworker_ranks_have_a_network_of_their_own trains it (and watches its listeners)
 
 
+@pytest.mark.slow
 def test_mirrored_on_two_logical_cpu_devices():
     # small_resnet: BatchNorm moving statistics must agree across replicas too
     config = SMALL.replace(strategy="mirrored", model="small_resnet", epochs=1,
@@ -47,6 +48,7 @@ JAX_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     blocker = tmp_path / "blocker" / "tensorflow"
@@ -67,6 +69,7 @@ def test_jax_strategies_on_one_cpu_device_without_tensorflow(tmp_path):
         assert result["test_accuracy"] > 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy, reduction", [
     ("jax-dataparallel", {}),
     ("jax-pmean", {"gradient_reduction": "reduce-scatter", "gradient_reduce_dtype": "bfloat16",

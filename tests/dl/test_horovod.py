@@ -42,12 +42,14 @@ def two_ranks(horovod_ready, tmp_path_factory):
     return result, config, root
 
 
+@pytest.mark.slow
 def test_both_ranks_end_with_identical_weights(two_ranks):
     result, _, _ = two_ranks
     assert len(result.rank_digests) == 2
     assert result.rank_digests[0] == result.rank_digests[1] == result.weights_digest
 
 
+@pytest.mark.slow
 def test_two_ranks_learn_as_well_as_one(one_rank, two_ranks):
     result, _, _ = two_ranks
     assert one_rank.global_batch == 32 and result.global_batch == 64
@@ -69,6 +71,7 @@ def test_only_rank_zero_writes_files(two_ranks):
     assert "allreduce" in timeline.lower()
 
 
+@pytest.mark.slow
 def test_a_crashing_rank_fails_the_run_with_its_error_in_bounded_time(horovod_ready, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()

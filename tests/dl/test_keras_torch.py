@@ -75,6 +75,7 @@ def two_ranks(request):
     return request.getfixturevalue(request.param)
 
 
+@pytest.mark.slow
 def test_both_ranks_end_with_identical_weights(two_ranks):
     result, _, _ = two_ranks
     assert result.backend == "torch" and result.devices == ("cpu",)
@@ -93,6 +94,7 @@ def test_only_rank_zero_writes_files(two_ranks):
     assert_only_rank_zero_wrote(*two_ranks)
 
 
+@pytest.mark.slow
 def test_backends_show_the_torch_engine_and_each_horovod_binding(horovod_torch_ready):
     from accelml.dl.strategies import strategy_availability
 
@@ -110,6 +112,7 @@ def test_horovod_on_torch_writes_its_timeline(horovod_run):
     assert "allreduce" in (root / "timeline.json").read_text().lower()
 
 
+@pytest.mark.slow
 def test_deterministic_mode_repeats_bitwise(two_ranks, tmp_path):
     first, config, _ = two_ranks
     again = launch(config.replace(output_dir=str(tmp_path / "out"), horovod_timeline=None),
@@ -117,6 +120,7 @@ def test_deterministic_mode_repeats_bitwise(two_ranks, tmp_path):
     assert again.weights_digest == first.weights_digest
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_torch_ddp_under_srun_meets_where_the_launcher_said(slurm_available):
     config = BASE.replace(model="mlp", model_options={}, epochs=1, deterministic=False)
@@ -124,6 +128,7 @@ def test_torch_ddp_under_srun_meets_where_the_launcher_said(slurm_available):
     assert len(result.rank_digests) == 2 and result.ranks_agree and result.ranks == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy, record, collectives", [
     ("torch-ddp", "torch_ddp", "torch_ddp"),
     ("horovod", "horovod", "_horovod_torch"),

@@ -111,6 +111,7 @@ print(json.dumps({"as_built": as_built, "changed": changed, "same": same,
 """
 
 
+@pytest.mark.slow
 def test_keras_layers_that_broke_dynamos_graph_trace_whole_and_compute_the_same():
     done = subprocess.run([sys.executable, "-c", TRACED], capture_output=True, text=True,
                           timeout=600, check=False, env={**os.environ, "KERAS_BACKEND": "torch"})

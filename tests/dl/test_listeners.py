@@ -94,6 +94,7 @@ def run_watched(config: TrainingConfig, launcher: str):
     return outcome["result"], seen, namespaces
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy, launcher, extra", [
     pytest.param("horovod", "horovodrun", {}, marks=pytest.mark.horovod),
     ("torch-ddp", "local-processes", {"keras_backend": "torch"}),
@@ -109,6 +110,7 @@ def test_one_host_ranks_listen_on_loopback_only(strategy, launcher, extra, reque
     assert result.listeners.startswith("loopback only") and result.listeners_authenticated
 
 
+@pytest.mark.slow
 def test_multiworker_ranks_have_a_network_of_their_own():
     """multiworker's two local processes run in a network namespace of their own, and train
     there: the same weights on both, a global batch of two ranks', 3 epochs that learn (one
@@ -152,6 +154,7 @@ def address_note(where: str) -> bool:
     return "MASTER_ADDR" in where and "unauthenticated" in where
 
 
+@pytest.mark.slow
 def test_torch_ddp_ranks_of_a_job_listen_on_its_interface_only():
     """Under ``srun`` the ranks meet at MASTER_ADDR on the job's interface: rank 0's TCPStore
     (which binds every interface by itself) and the gloo sockets listen on that address

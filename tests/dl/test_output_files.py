@@ -19,12 +19,14 @@ def _written(files: tuple[str, ...]) -> set[str]:
     return {name.split("/")[0] if name.startswith("tensorboard/") else name for name in files}
 
 
+@pytest.mark.slow
 def test_single_writes_log_checkpoints_tensorboard_and_model(tmp_path):
     result = launch(WRITES_EVERYTHING.replace(output_dir=str(tmp_path / "out")))
     assert _written(result.files) == EXPECTED | {"tensorboard"}
     assert (tmp_path / "out" / "training_log.csv").read_text().count("\n") == 3
 
 
+@pytest.mark.slow
 def test_multiworker_chief_writes_and_the_other_worker_leaves_nothing(tmp_path):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -34,6 +36,7 @@ def test_multiworker_chief_writes_and_the_other_worker_leaves_nothing(tmp_path):
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_jax_writes_log_checkpoints_tensorboard_and_model(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     result = launch(WRITES_EVERYTHING.replace(strategy="jax-pmean", output_dir=str(tmp_path / "out")),

@@ -30,6 +30,7 @@ print(json.dumps({"tensorflow": "tensorflow" in sys.modules, "repeats": first ==
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["jax", "torch"])
 def test_seeding_keras_on_jax_or_torch_loads_no_tensorflow(engine):
     if importlib.util.find_spec(engine) is None:

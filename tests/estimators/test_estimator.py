@@ -105,6 +105,7 @@ def test_translation_table_documents_the_xgboost_mapping():
             kwargs["reg_lambda"], kwargs["tree_method"]) == (7, 0, 31, "lossguide", 0.0, "hist")
 
 
+@pytest.mark.slow
 def test_no_leaf_limit_grows_xgboost_depthwise_to_the_same_trees():
     """``max_leaf_nodes = "none"``: scikit-learn gets None, XGBoost grows depth-wise (one
     all-reduce per level on several workers), and the trees are those that leaf-wise growth

@@ -93,6 +93,7 @@ def test_cases_go_to_workers_with_their_resources_and_no_job_is_left(slurm_avail
     assert not (tmp_path / "jobs" / job_name).exists()   # certificates and logs removed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["scancel", "kill-worker-process"])
 def test_a_worker_lost_mid_case_is_survived(slurm_available, tmp_path, how):
     """``scancel`` of the worker's job, or SIGKILL of the worker process, while a case runs:
@@ -220,6 +221,7 @@ def test_a_job_that_never_starts_fails_its_cases_with_the_queue_reason(slurm_ava
     assert queued_jobs(job_name) == []
 
 
+@pytest.mark.slow
 def test_smoke_spec_through_slurm_gives_the_local_prediction_digests(slurm_available, tmp_path):
     from accelml.orchestration import run_experiment
     from accelml.results.store import ResultsStore

@@ -36,6 +36,7 @@ grid = {n_clusters = [2, 3]}
 """Two cases: the client is stopped in its first, and the resume runs both."""
 
 
+@pytest.mark.slow
 def test_resume_from_another_directory_finds_the_specs_relative_data(faults, tmp_path):
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
@@ -78,6 +79,7 @@ def parents(processes: list[psutil.Process]) -> set[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_second_run_on_this_machine_is_warned_about(faults, tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(FILE_SPEC.replace('"data/points.npz"', f'"{tmp_path}/points.npz"'))

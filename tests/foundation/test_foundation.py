@@ -49,6 +49,7 @@ def test_backends_json_tells_the_truth_about_this_machine():
         assert cuda["status"].startswith("unavailable: ") and cuda["detail"]
 
 
+@pytest.mark.slow
 def test_backends_table_has_a_row_per_probe():
     result = run_accelml("backends")
     assert result.returncode == 0, result.stderr
@@ -96,6 +97,7 @@ def _horovodrun(script: str, tmp_path) -> list[str]:
             str(tmp_path)]
 
 
+@pytest.mark.slow
 @pytest.mark.horovod
 def test_horovodrun_gloo_two_ranks_average_gradients(tmp_path):
     """horovod.tensorflow under horovodrun --gloo: a Keras 3 model on the TensorFlow backend."""
@@ -104,6 +106,7 @@ def test_horovodrun_gloo_two_ranks_average_gradients(tmp_path):
     _assert_only_averaging_keeps_the_ranks_in_step(ranks, same_start_without_averaging=True)
 
 
+@pytest.mark.slow
 @pytest.mark.horovod
 def test_horovodrun_gloo_two_ranks_torch_backend_average_gradients(tmp_path):
     """horovod.torch under horovodrun --gloo: a Keras 3 model on the torch backend."""
@@ -111,6 +114,7 @@ def test_horovodrun_gloo_two_ranks_torch_backend_average_gradients(tmp_path):
     _assert_only_averaging_keeps_the_ranks_in_step(ranks, same_start_without_averaging=True)
 
 
+@pytest.mark.slow
 @pytest.mark.torch_ddp
 def test_torchrun_gloo_two_ranks_ddp_average_gradients(tmp_path):
     """torch.distributed (gloo) under torchrun: a Keras 3 model on the torch backend wrapped in DDP."""

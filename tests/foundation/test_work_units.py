@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import tests.conftest
 
 TIMED = textwrap.dedent("""
@@ -38,6 +40,7 @@ def test_work_unit_examples():
     assert result.attempted >= 6 and result.failed == 0
 
 
+@pytest.mark.slow
 def test_a_test_marked_alone_runs_last_with_no_neighbour(tmp_path):
     (tmp_path / "tests").mkdir()
     shutil.copy(Path(tests.conftest.__file__), tmp_path / "tests" / "conftest.py")
@@ -72,6 +75,7 @@ NAMED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_modules_naming_one_work_unit_run_on_one_worker_one_test_at_a_time(tmp_path):
     (tmp_path / "tests").mkdir()
     shutil.copy(Path(tests.conftest.__file__), tmp_path / "tests" / "conftest.py")

@@ -89,6 +89,7 @@ def test_accelml_backends_lists_it_and_a_broken_plugin_with_its_reason(acme, ins
     assert "acme-gpu" in out.stdout and "libacme.so" in out.stdout
 
 
+@pytest.mark.slow
 def test_compare_sklearn_and_acme_end_to_end(acme, tmp_path):
     spec = tmp_path / "acme.toml"
     spec.write_text(SPEC)
@@ -222,6 +223,7 @@ BACKEND = Backend(
 '''
 
 
+@pytest.mark.slow
 def test_a_backend_that_trains_from_device_memory_gets_its_rows_placed_and_timed(install_plugin, tmp_path):
     install_plugin("acme-device", {"acme_device.py": ACME_ON_DEVICE},
                    {"accelml.backends": {"acme-device": "acme_device:BACKEND"}})

@@ -97,6 +97,7 @@ class _AgreementTable(HTMLParser):
             self._cell.append(data)
 
 
+@pytest.mark.slow
 def test_a_third_party_measure_is_shown_and_gated(install_plugin, tmp_path):
     install_plugin("acme-spearman", {"acme_spearman.py": SPEARMAN},
                    {"accelml.measures": {"spearman": "acme_spearman:MEASURE"}})

@@ -77,6 +77,7 @@ params = { epochs = 3, batch_size = 32, learning_rate = 0.05 }
 """
 
 
+@pytest.mark.slow
 def test_a_real_cpu_run_of_two_engines_names_them_per_rank(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed")
     pytest.importorskip("torch", reason="torch is not installed")

@@ -53,6 +53,7 @@ def _exports(comparison, tmp_path):
     return report, document, csv_rows, render_html(report)
 
 
+@pytest.mark.slow
 def test_knn_shows_the_predict_speedup_first_and_every_phase_with_its_interval(tmp_path):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1500, 10))
@@ -80,6 +81,7 @@ def test_knn_shows_the_predict_speedup_first_and_every_phase_with_its_interval(t
     assert phase_speedup_text(intel.phase_speedups[1]) in html
 
 
+@pytest.mark.slow
 def test_a_different_kmeans_optimum_is_flagged_with_iterations_and_reason(tmp_path):
     result = compare("kmeans", ["sklearn", "sklearnex"], data=(KMEANS_X, None), repeats=2,
                      params=KMEANS_PARAMS, results_dir=tmp_path / "results")
@@ -118,6 +120,7 @@ def test_a_different_kmeans_optimum_is_flagged_with_iterations_and_reason(tmp_pa
     assert "different optimum" in html and "fair_start" in html
 
 
+@pytest.mark.slow
 def test_fair_start_gives_every_backend_the_reference_centroids(tmp_path):
     result = compare("kmeans", ["sklearn", "sklearnex"], data=(KMEANS_X, None), repeats=2,
                      params={**KMEANS_PARAMS, "fair_start": True},
@@ -171,6 +174,7 @@ def test_multi_rank_rows_say_whether_the_ranks_ended_identical(tmp_path):
     assert "rank 2 differ from rank 0" in render_html(report)
 
 
+@pytest.mark.slow
 def test_xgboost_rows_show_their_boosted_rounds_and_exports_keep_them_whole(tmp_path):
     """XGBoost knows the rounds it ran (fewer than n_estimators after early stopping): the
     table shows them beside scikit-learn's iterations, and export writes whole numbers

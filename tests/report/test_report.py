@@ -224,6 +224,7 @@ def _assert_clean(page) -> None:
     assert outside == [], f"the page fetched {outside}"
 
 
+@pytest.mark.slow
 def test_html_report_opens_without_errors_and_shows_the_charts(browser, pages, artifacts, runs):
     page = browser.open(pages["classical"])
     _assert_clean(page)

@@ -119,6 +119,7 @@ OVERFLOWING = """[...document.querySelectorAll('body *')].filter(e => {
   }).map(e => e.tagName + '.' + (e.getAttribute('class') || '') + ' ' + (e.id || ''))"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["page", "history"])
 def test_the_pages_fit_1400_px_without_scrolling_sideways(browser, wide, name):
     page = open_at(browser, wide[name])

@@ -87,6 +87,7 @@ def tiny(tmp_path_factory):
     return store, baseline, resumed.run_id, experiment, root
 
 
+@pytest.mark.slow
 def test_baseline_from_one_run_passes_on_a_resumed_run(tiny, capsys):
     store, baseline, resumed, _, _ = tiny
     assert Baseline.read(baseline).run_id != resumed
@@ -148,6 +149,7 @@ def deterministic_process():
         os.environ.update(saved)
 
 
+@pytest.mark.slow
 def test_deterministic_smoke_spec_has_no_false_alarms_over_10_reruns(tmp_path, deterministic_process):
     experiment, environment = deterministic_experiment(load_spec(SMOKE))
     assert [c.case_id for c in experiment.cases] == [c.case_id for c in load_spec(SMOKE).cases]

@@ -63,6 +63,7 @@ def junit(path):
     return suite, {case.get("name"): case for case in suite.findall("testcase")}
 
 
+@pytest.mark.slow
 def test_unavailable_cases_fail_the_gate_without_the_flag(gpu_baseline_on_a_cpu_machine, capsys):
     directory, run_id = gpu_baseline_on_a_cpu_machine
     report = directory / "plain.xml"

@@ -90,6 +90,7 @@ def prediction_file(results: Path) -> Path:
     return results / "arrays" / digest[:2] / f"{digest}.npy"
 
 
+@pytest.mark.slow
 def test_a_zero_byte_database_is_reported_and_left_as_it_is(store_copy, capsys):
     results, baseline = store_copy
     (results / "results.sqlite").write_bytes(b"")
@@ -189,6 +190,7 @@ def test_verify_counts_what_it_read(stored):
     json.dumps(check.__dict__)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["flipped_labels", "truncated", "deleted", "replaced"])
 def test_an_identity_behind_one_shared_digest_is_verified(damage, tmp_path, capsys):
     """issue 30, item 7: two results sharing one digest were called bitwise identical without

@@ -52,6 +52,7 @@ def scaling_run(tmp_path_factory):
     return where / "results", run.run_id, store.case_results(run.run_id), printed.getvalue()
 
 
+@pytest.mark.slow
 def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_run):
     _, _, results, _ = scaling_run
     cpu = {r.ranks: r for r in results if r.device == "cpu"}

@@ -3,12 +3,14 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 from sklearn.datasets import make_blobs
 
 import accelml
 from accelml.report.table import Agreement
 
 
+@pytest.mark.slow
 def test_compare_in_memory_data(tmp_path):
     X, _ = make_blobs(n_samples=600, n_features=4, centers=3, random_state=0)
     result = accelml.compare("kmeans", ["sklearn", "sklearnex"], data=(X, None), repeats=2,
@@ -93,6 +95,7 @@ print(left.store.directory, kept.store.directory)
 """
 
 
+@pytest.mark.slow
 def test_a_temporary_store_is_removed_unless_kept(tmp_path):
     """accelml.compare without results_dir copies the caller's data into a temporary store:
     it goes at exit (or with close / a with block), stays with keep=True, and a compare that

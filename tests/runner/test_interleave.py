@@ -68,6 +68,7 @@ def test_a_candidate_twice_as_slow_shows_half_with_an_interval_excluding_one_und
     assert found.low <= found.value <= found.high < 1.0, found
 
 
+@pytest.mark.slow
 def test_a_comparison_interleaves_its_cases_and_the_store_keeps_the_rounds(tmp_path):
     X = np.random.default_rng(0).normal(size=(3000, 4))
     res = accelml.compare("kmeans", ["sklearn", "sklearnex"], data=(X, None), repeats=(3, 4),
@@ -125,6 +126,7 @@ def test_the_measurement_key_is_checked():
         raise AssertionError("measurement = 'alternating' was accepted")
 
 
+@pytest.mark.slow
 def test_a_case_whose_reference_failed_is_measured_alone_and_says_why(tmp_path):
     text = (TWICE_THE_TREES.replace("min = 6, max = 16", "min = 2, max = 2")
             .replace('"random_forest_classifier"', '"kmeans"')

@@ -54,11 +54,13 @@ def _scaling_in_turns(tmp_path, strategy: str):
     return two
 
 
+@pytest.mark.slow
 def test_jax_pmean_on_two_cpu_devices_takes_its_epochs_in_turn_with_one_device(tmp_path):
     pytest.importorskip("jax", reason="jax is not installed (pip install jax)")
     _scaling_in_turns(tmp_path, "jax-pmean")
 
 
+@pytest.mark.slow
 def test_two_ranks_held_warm_take_their_epochs_in_turn_with_one_rank(tmp_path):
     pytest.importorskip("torch", reason="torch is not installed (pip install torch)")
     two = _scaling_in_turns(tmp_path, "torch-ddp")

@@ -118,6 +118,7 @@ def test_failures_are_recorded_with_their_reason(tmp_path, change, failure, reas
     assert arrays == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("memory_limit", ["", "memory_limit_mb = 4000"])
 def test_a_case_killed_at_its_time_limit_says_where_it_was(tmp_path, memory_limit):
     # A forest of many deep trees fits for minutes: at the limit the case is inside

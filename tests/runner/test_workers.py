@@ -93,6 +93,7 @@ def check_cross_scale(store, run_id, one, two):
     return row
 
 
+@pytest.mark.slow
 def test_one_and_two_local_workers_agree_and_other_data_does_not(tmp_path):
     store, run_id, results = run(tmp_path, "local", SPEC + OTHER_DATA)
     one, two, other = results[1, "data"], results[2, "data"], results[1, "other"]
@@ -112,6 +113,7 @@ def test_one_and_two_local_workers_agree_and_other_data_does_not(tmp_path):
     assert "the dataset differs" in control.expectation.reason
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_two_workers_start_as_ranks_of_their_slurm_job(slurm_available, tmp_path):
     store, run_id, results = run(tmp_path, "slurm")
@@ -163,6 +165,7 @@ def test_workers_sleep_and_block_while_they_wait_unless_told_otherwise(tmp_path,
     assert sorted(seen.values()) == [expected, expected]
 
 
+@pytest.mark.slow
 @pytest.mark.alone   # its two dask workers must be training by the 25 s limit, not still starting
 def test_a_two_worker_case_killed_at_its_time_limit_says_where_its_workers_were(tmp_path):
     """The workers answer the runner's request for stacks (a dask preload), and the
