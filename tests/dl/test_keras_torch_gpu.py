@@ -70,15 +70,17 @@ def test_captured_steps_average_across_two_gpus(gpus, strategy, request, tmp_pat
     assert [e.loss for e in captured.epochs] == [e.loss for e in eager.epochs]
 
 
-COMPILED_LOSS_TOLERANCE = 0.05
-"""Relative difference allowed between a compiled run's epoch losses and the eager run's.
+FIRST_EPOCH_TOLERANCE = 0.01
+"""Relative difference allowed between a compiled run's first-epoch loss and the eager run's.
 
-Fused kernels round differently, and on this BatchNorm model at learning rate 0.05 the
-difference grows over BASE's 168 steps: on 1 H200 the epoch losses were 1.6446 / 0.4569 /
-0.2176 eager, 1.6417 / 0.4504 / 0.2220 compiled (at most 2% apart; 1.6395 / 0.4522 / 0.2161
-with only the forward pass compiled) while single weights ended up to 0.38 apart. So the
-weights are not compared with eager ones; a compiled run is compared with itself (deterministic
-mode: bit for bit) and its losses with eager's."""
+Fused kernels round differently, and on this BatchNorm model at learning rate 0.05 training
+amplifies any difference over BASE's 168 steps. On 1 H200 (2026-11-29, seed 5; epoch losses):
+eager 1.6446 / 0.4569 / 0.2176; eager with the learning rate changed by 1e-6 1.6435 / 0.4341 /
+0.2063; eager without deterministic kernels 1.6397 / 0.4910 / 0.1908; compiled 1.6447 / 0.4405
+/ 0.1770; compiled with the learning rate changed by 1e-6 1.6484 / 0.4753 / 0.1861. So the
+later epochs of two correct runs lie 5-20% apart, as they do between eager runs, and only the
+first epoch's loss is compared with eager's (4e-5 apart there). The weights are not compared
+with eager ones; a compiled run is compared with itself (deterministic mode: bit for bit)."""
 
 
 @pytest.mark.parametrize("ranks", [1, 2])
@@ -94,6 +96,5 @@ def test_compiled_steps_train_as_eager_steps(gpus, ranks, tmp_path):
     assert "CUDA graph" in compiled.path
     assert len(set(compiled.rank_digests)) == 1 and len(compiled.rank_digests) == ranks
     assert runs["again"].weights_digest == compiled.weights_digest
-    assert [e.loss for e in compiled.epochs] == pytest.approx([e.loss for e in eager.epochs],
-                                                              rel=COMPILED_LOSS_TOLERANCE)
+    assert compiled.epochs[0].loss == pytest.approx(eager.epochs[0].loss, rel=FIRST_EPOCH_TOLERANCE)
     assert compiled.epochs[-1].loss < compiled.epochs[0].loss / 2
