@@ -75,6 +75,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_JOBS = 4
 """Worker jobs when ``jobs`` is not set: one per case, at most this many."""
+RESULT_GATHER_S = 120.0
+"""How long a finished case's result may take to come back from its worker. A worker lost
+between finishing a case and handing its result over leaves the result nowhere, and dask then
+waits for a recomputation that no worker of the run may ever take (seen: a hung suite)."""
 JOB_NAME_PREFIX = "accelml-"
 """Every run's worker jobs and its folder under the shared directory are named this + 6 hex digits."""
 
@@ -358,7 +362,16 @@ class JobQueueExecutor:
         lost, worker = self.client.run_on_scheduler(task_facts, key=future.key)
         run.done += 1
         if future.status == "finished":
-            result = future.result()
+            try:
+                result = future.result(timeout=RESULT_GATHER_S)
+            except TimeoutError:
+                run.failed += 1
+                self._keep_logs = True
+                future.release()
+                return CaseOutcome(index, run.items[index], lost_workers=max(lost, self.settings.retries + 1),
+                                   worker=worker, error=self._lost_error(worker) + (
+                                       f" (after the case ended: its result did not come back in "
+                                       f"{RESULT_GATHER_S:.0f} s)"))
             future.release()  # a retired worker must not take a finished case with it (dask would re-run it)
             return CaseOutcome(index, run.items[index], result=result, lost_workers=lost, worker=worker)
         run.failed += 1
@@ -368,13 +381,15 @@ class JobQueueExecutor:
         if isinstance(error, KilledWorker):
             return CaseOutcome(
                 index, run.items[index], lost_workers=max(lost, self.settings.retries + 1), worker=worker,
-                error=(f"its worker was lost {self.settings.retries + 1} times (killed process, "
-                       f"cancelled job or node failure); last on "
-                       f"{getattr(error.last_worker, 'name', error.last_worker)}; "
-                       f"job logs in {self.run_directory / 'logs'}"),
+                error=self._lost_error(getattr(error.last_worker, "name", error.last_worker)),
             )
         return CaseOutcome(index, run.items[index], lost_workers=lost, worker=worker,
                            error=f"{type(error).__name__}: {error}".strip())
+
+    def _lost_error(self, last_worker: object) -> str:
+        return (f"its worker was lost {self.settings.retries + 1} times (killed process, "
+                f"cancelled job or node failure); last on {last_worker}; "
+                f"job logs in {self.run_directory / 'logs'}")
 
     def _fail_pool(self, run: _Run[Item, Result], tag: str, reason: str) -> list[CaseOutcome[Item, Result]]:
         outcomes: list[CaseOutcome[Item, Result]] = []
