@@ -1,6 +1,7 @@
 """How far apart the epoch losses of two correct Keras-on-torch runs lie on a GPU: eager, eager
-with the learning rate changed by 1e-6, eager without deterministic kernels, compiled, compiled
-with the learning rate changed by 1e-6 (tests/dl/test_keras_torch_gpu.py's BASE: small_resnet
+with the learning rate changed by 1e-6, eager with another seed, eager without deterministic
+kernels, compiled, compiled with the learning rate changed by 1e-6
+(tests/dl/test_keras_torch_gpu.py's BASE: small_resnet
 on digits, 3 epochs, one GPU). Its figures are in that file's FIRST_EPOCH_TOLERANCE.
 
     PYTHONPATH=/tmp/site:. python3 benchmarks/gpu/compiled_loss_spread.py
