@@ -5,10 +5,11 @@
 #                  the container tests run cases in, run the test suite
 # A second run skips what is already done (the venv is rebuilt only when pyproject.toml or
 # make/constraints.txt change; the Horovod wheel is cached outside the venv).
-# `make test` overlaps its set-up steps (a sub-make with -j): the test tools' install and the
-# local SLURM's start beside the venv's install, then the Horovod compile, the image build
-# (mostly downloads and unpacking) and ruff + mypy; their apt-gets take turns
-# (make/apt-install.sh). The suite itself runs on
+# Both overlap their set-up steps (a sub-make with -j): Open MPI's install (for Horovod), the
+# test tools' and the local SLURM's beside the venv's install, then the Horovod compile (what
+# the suite waits for on a fresh machine) beside the image build (mostly downloads and
+# unpacking) and ruff + mypy, which run niced so that the compile keeps both cores; their
+# apt-gets take turns (make/apt-install.sh). The suite itself runs on
 # pytest-xdist workers (pyproject.toml's addopts), most of its time being waits on real
 # subprocesses. Each step's output is printed whole when it ends (--output-sync).
 
@@ -23,10 +24,11 @@ PYTEST_ARGS ?=
 # the stubs of TensorFlow, PyTorch and JAX again (about 5 minutes of one core).
 MYPY_CACHE ?= $(or $(ACCELML_MYPY_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/accelml/mypy)
 
-.PHONY: compare test setup test-ready lint container-image test-tools slurm-up
+.PHONY: compare test setup test-ready lint container-image test-tools slurm-up open-mpi
 .DEFAULT_GOAL := compare
 
-compare: setup
+compare:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target setup
 	$(PY) -m accelml compare
 
 test:
@@ -42,11 +44,11 @@ slurm-up:
 	  if [ $$rc = 3 ]; then echo "tests marked slurm will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
 
 lint: $(INSTALLED)
-	$(PY) -m ruff check accelml tests benchmarks
-	$(PY) -m mypy --cache-dir "$(MYPY_CACHE)"
+	nice $(PY) -m ruff check accelml tests benchmarks
+	nice $(PY) -m mypy --cache-dir "$(MYPY_CACHE)"
 
 container-image: $(INSTALLED)
-	@bash make/build-container-image.sh "$(VENV)"; rc=$$?; \
+	@nice bash make/build-container-image.sh "$(VENV)"; rc=$$?; \
 	  if [ $$rc = 3 ]; then echo "tests of cases in containers will be skipped"; elif [ $$rc != 0 ]; then exit $$rc; fi
 
 test-tools:
@@ -58,6 +60,9 @@ $(INSTALLED): pyproject.toml make/constraints.txt make/setup-venv.sh
 	bash make/setup-venv.sh "$(PYTHON)" "$(VENV)"
 	@touch $@
 
-$(HOROVOD): $(INSTALLED) make/build-horovod.sh
+open-mpi:
+	@bash make/install-open-mpi.sh
+
+$(HOROVOD): $(INSTALLED) make/build-horovod.sh | open-mpi
 	bash make/build-horovod.sh "$(VENV)"
 	@touch $@
