@@ -5,13 +5,13 @@
 #                  the container tests run cases in, run the test suite
 # A second run skips what is already done (the venv is rebuilt only when pyproject.toml or
 # make/constraints.txt change; the Horovod wheel is cached outside the venv).
-# Both overlap their set-up steps (a sub-make with -j): Open MPI's install (for Horovod), the
-# test tools' and the local SLURM's beside the venv's install, then the Horovod compile (what
-# the suite waits for on a fresh machine) beside the image build (mostly downloads and
-# unpacking) and ruff + mypy, which run niced so that the compile keeps both cores; their
-# apt-gets take turns (make/apt-install.sh). The suite itself runs on
-# pytest-xdist workers (pyproject.toml's addopts), most of its time being waits on real
-# subprocesses. Each step's output is printed whole when it ends (--output-sync).
+# Both overlap their set-up steps (a sub-make with -j). Beside the venv's install: Open MPI's
+# install (for Horovod) and, for `make test`, the test tools' install and the local SLURM's
+# start. After it: the Horovod compile (what a fresh machine's suite waits for longest) and,
+# for `make test`, the image build (mostly downloads and unpacking) and ruff + mypy, niced so
+# that the compile keeps the cores. The apt-gets take turns (make/apt-install.sh). The suite
+# itself runs on pytest-xdist workers (pyproject.toml's addopts), most of its time being waits
+# on real subprocesses. Each step's output is printed whole when it ends (--output-sync).
 
 PYTHON ?= python3
 VENV := .venv
