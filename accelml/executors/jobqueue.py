@@ -368,10 +368,9 @@ class JobQueueExecutor:
                 run.failed += 1
                 self._keep_logs = True
                 future.release()
-                return CaseOutcome(index, run.items[index], lost_workers=max(lost, self.settings.retries + 1),
-                                   worker=worker, error=self._lost_error(worker) + (
-                                       f" (after the case ended: its result did not come back in "
-                                       f"{RESULT_GATHER_S:.0f} s)"))
+                return self._lost(run, index, lost, worker, last_worker=worker,
+                                  after=f" (after the case ended: its result did not come back in "
+                                        f"{RESULT_GATHER_S:.0f} s)")
             future.release()  # a retired worker must not take a finished case with it (dask would re-run it)
             return CaseOutcome(index, run.items[index], result=result, lost_workers=lost, worker=worker)
         run.failed += 1
@@ -379,17 +378,19 @@ class JobQueueExecutor:
         error = future.exception()
         future.release()
         if isinstance(error, KilledWorker):
-            return CaseOutcome(
-                index, run.items[index], lost_workers=max(lost, self.settings.retries + 1), worker=worker,
-                error=self._lost_error(getattr(error.last_worker, "name", error.last_worker)),
-            )
+            return self._lost(run, index, lost, worker,
+                              last_worker=getattr(error.last_worker, "name", error.last_worker))
         return CaseOutcome(index, run.items[index], lost_workers=lost, worker=worker,
                            error=f"{type(error).__name__}: {error}".strip())
 
-    def _lost_error(self, last_worker: object) -> str:
-        return (f"its worker was lost {self.settings.retries + 1} times (killed process, "
-                f"cancelled job or node failure); last on {last_worker}; "
-                f"job logs in {self.run_directory / 'logs'}")
+    def _lost(self, run: _Run[Item, Result], index: int, lost: int, worker: str | None,
+              last_worker: object, after: str = "") -> CaseOutcome[Item, Result]:
+        """The outcome of a case whose worker was lost once too often (``after``: when)."""
+        return CaseOutcome(index, run.items[index], lost_workers=max(lost, self.settings.retries + 1),
+                           worker=worker,
+                           error=(f"its worker was lost {self.settings.retries + 1} times (killed "
+                                  f"process, cancelled job or node failure); last on {last_worker}; "
+                                  f"job logs in {self.run_directory / 'logs'}{after}"))
 
     def _fail_pool(self, run: _Run[Item, Result], tag: str, reason: str) -> list[CaseOutcome[Item, Result]]:
         outcomes: list[CaseOutcome[Item, Result]] = []
