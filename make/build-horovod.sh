@@ -66,8 +66,7 @@ for name, hvd in (("horovod.tensorflow", hvd_tf), ("horovod.torch", hvd_torch)):
     assert hvd.mpi_built() == with_mpi, f"{name}: mpi_built() is {hvd.mpi_built()}, expected {with_mpi}"
 '
 
-installed=$("$python" -c 'import importlib.metadata as m; print(m.version("horovod"))' 2>/dev/null || true)
-if [ "$installed" = "$horovod_version" ] && "$python" -c "$verify" "$with_mpi" >/dev/null 2>&1; then
+if [ "$(installed_version horovod || true)" = "$horovod_version" ] && "$python" -c "$verify" "$with_mpi" >/dev/null 2>&1; then
   echo "horovod $horovod_version (TensorFlow + PyTorch) already installed in $venv"
   exit 0
 fi
