@@ -11,15 +11,73 @@ shutdown waiting for peers). The launcher reads these files.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from types import ModuleType
 
 from accelml.dl.config import TrainingConfig
 from accelml.dl.launch import RANK_VARIABLE
-from accelml.dl.training import run_training
+from accelml.dl.training import prepare_environment, run_training
+
+UNUSED_IN_A_RANK = ("sklearn", "pandas", "matplotlib", "jax")
+"""Imported by Keras and TensorFlow where installed, never used by a rank: scikit-learn for
+Keras' estimator wrappers, pandas for DataFrame inputs (a rank feeds NumPy arrays), matplotlib
+for Keras' image plots, JAX for TensorFlow Lite and Keras' Orbax callback. Skipped while a rank
+imports Keras, they cost each rank's start about 3 CPU-s (benchmarks/rank_start.py). An engine
+or a strategy's library of that name (JAX) is kept, and after Keras anything may import them."""
+
+
+class _Skipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes ``import name`` (and its submodules) fail as if ``name`` were not installed, while
+    ``importlib.util.find_spec`` still finds it (torch._dynamo reads where libraries live).
+
+    >>> finder = _Skipped(frozenset({"json"}))
+    >>> finder.find_spec("csv", None) is None, finder.find_spec("json", None).name
+    (True, 'json')
+    >>> finder.create_module(finder.find_spec("json", None))
+    Traceback (most recent call last):
+    ModuleNotFoundError: json is skipped while a rank imports Keras
+    """
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname.partition(".")[0] not in self.names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None:
+            spec.loader = self
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        raise ModuleNotFoundError(f"{spec.name} is skipped while a rank imports Keras",
+                                  name=spec.name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        raise AssertionError("create_module refuses every module")
+
+
+def import_engine(config: TrainingConfig) -> tuple[str, ...]:
+    """Import Keras on ``config``'s engine without :data:`UNUSED_IN_A_RANK` (those not yet
+    imported, and not the engine or a library of the strategy); return the names skipped."""
+    prepare_environment(config)
+    kept = {config.engine, *config.strategy_record.libraries}
+    skipped = frozenset(name for name in UNUSED_IN_A_RANK
+                        if name not in kept and name not in sys.modules)
+    finder = _Skipped(skipped)
+    sys.meta_path.insert(0, finder)
+    try:
+        import keras  # noqa: F401
+    finally:
+        sys.meta_path.remove(finder)
+    return tuple(sorted(skipped))
 
 
 def process_rank(environment: Mapping[str, str] = os.environ) -> int:
@@ -45,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(config_path) as handle:
             config = TrainingConfig.from_dict(json.load(handle))
+        import_engine(config)
         result = run_training(config)
         _write(path, {"ok": True, "rank": rank, "result": result.to_dict()})
     except BaseException as error:  # every failure must reach the launcher as this rank's error

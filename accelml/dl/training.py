@@ -11,7 +11,7 @@ from accelml.dl.data import load_image_data
 from accelml.errors import AccelmlError, SpecError
 
 
-def _prepare_environment(config: TrainingConfig) -> None:
+def prepare_environment(config: TrainingConfig) -> None:
     """Pick the Keras backend (and what the strategy needs set) before anything imports them."""
     if (config.checkpoints or config.tensorboard or config.save_model) and not config.output_dir:
         raise SpecError("training checkpoints, tensorboard and save_model need output_dir")
@@ -45,7 +45,7 @@ def run_training(config: TrainingConfig) -> TrainingResult:
     >>> result.global_batch, len(result.epochs), result.final_accuracy > 0.5
     (32, 2, True)
     """
-    _prepare_environment(config)
+    prepare_environment(config)
     clock = Clock()
     data = load_image_data(config.dataset, config.data_path, config.train_samples,
                            config.test_samples, config.image_size, config.seed)
