@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import importlib.metadata
@@ -10,7 +11,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, TypeAlias
 
@@ -25,24 +26,40 @@ from accelml.dl.turns import EpochGate
 from accelml.errors import UnavailableError
 
 
-def seed_keras(keras: ModuleType, seed: int) -> None:
-    """``keras.utils.set_random_seed(seed)`` (Python, NumPy, Keras's global seed generator and
-    the engine: torch's generator on torch), without TensorFlow's where Keras does not run on
-    it. Keras seeds TensorFlow whenever it is installed (for tf.data pipelines, which the JAX
-    and torch loops do not use): on a machine with TensorFlow that import cost each JAX or
-    torch rank ~10 s of CPU and its memory before the first step."""
-    from keras.src.utils import rng_utils
+@contextlib.contextmanager
+def tensorflow_hidden(keras: ModuleType) -> Iterator[None]:
+    """Keras on JAX or torch, told for the block that TensorFlow is not installed, where no code
+    has imported it. Keras asks whether TensorFlow is installed by importing it (~5 CPU-s and its
+    memory in each rank) where only a loaded one could matter: to seed tf.data, or to see whether
+    an object it saves is a ``tf.TensorShape``. On TensorFlow, or once it is loaded, nothing
+    changes."""
+    from keras.src.utils import module_utils
 
-    lazy = rng_utils.tf
+    lazy = module_utils.tensorflow
     if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
-        keras.utils.set_random_seed(seed)
+        yield
         return
     known = lazy._available
     lazy._available = False
     try:
-        keras.utils.set_random_seed(seed)
+        yield
     finally:
         lazy._available = known
+
+
+def seed_keras(keras: ModuleType, seed: int) -> None:
+    """``keras.utils.set_random_seed(seed)`` (Python, NumPy, Keras's global seed generator and
+    the engine: torch's generator on torch), without TensorFlow's where Keras does not run on
+    it (:func:`tensorflow_hidden`): the JAX and torch loops use no tf.data."""
+    with tensorflow_hidden(keras):
+        keras.utils.set_random_seed(seed)
+
+
+def save_model(keras: ModuleType, model: Any, output_dir: str) -> None:
+    """``model.save(output_dir/model.keras)``, without importing TensorFlow on JAX or torch
+    (:func:`tensorflow_hidden`)."""
+    with tensorflow_hidden(keras):
+        model.save(os.path.join(output_dir, "model.keras"))
 
 
 def weights_digest(arrays: Iterable[object]) -> str:
@@ -171,7 +188,9 @@ def rank_result(config: TrainingConfig, data: ImageData, model: Any, *, rank: in
     """One rank's result of a rank-per-process loop, with the digest of its final weights;
     where it writes (``output_dir``), the final model is saved first (``save_model``)."""
     if output_dir and config.save_model:
-        model.save(os.path.join(output_dir, "model.keras"))
+        import keras
+
+        save_model(keras, model, output_dir)
     digest = weights_digest(model.get_weights())
     return TrainingResult(
         strategy=config.strategy, model=config.model, dataset=data.name, ranks=size,

@@ -1,7 +1,8 @@
 """A rank imports Keras without what Keras and TensorFlow import where installed but a rank never
 uses (scikit-learn, pandas, matplotlib, and JAX on the other engines): about 3 CPU-s of every
 rank's start (benchmarks/bench_rank_start.py). Its digits come from the dataset registry's cache,
-not from scikit-learn. What it skipped stays importable afterwards."""
+not from scikit-learn. A rank on torch that saves its model imports no TensorFlow (Keras would,
+~5 CPU-s). What it skipped stays importable afterwards."""
 
 import importlib.util
 import json
@@ -19,7 +20,8 @@ RANK = """
 import json, sys
 from accelml.dl.rank import main
 code = main(sys.argv[1:3])
-loaded = [name for name in ("sklearn", "pandas", "matplotlib", "jax") if name in sys.modules]
+loaded = [name for name in ("sklearn", "pandas", "matplotlib", "jax", "tensorflow")
+          if name in sys.modules]
 import pandas, sklearn   # a rank's own code may still import them
 print(json.dumps({"code": code, "loaded": loaded}))
 """
@@ -33,17 +35,19 @@ def test_a_rank_trains_without_importing_what_it_never_uses(tmp_path, monkeypatc
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     load_image_data("digits")   # the registry's cache, as the first rank of a machine fills it
     config = TrainingConfig(model="mlp", dataset="digits", strategy=strategy, keras_backend=engine,
-                            epochs=1, train_samples=256, test_samples=64)
+                            epochs=1, train_samples=256, test_samples=64, save_model=True,
+                            output_dir=str(tmp_path / "out"))
     (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
     done = subprocess.run([sys.executable, "-c", RANK, str(tmp_path / "config.json"), str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=False,
                           env={**os.environ, "ACCELML_RANK": "0"})
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found == {"code": 0, "loaded": []}
+    assert found == {"code": 0, "loaded": [engine] if engine == "tensorflow" else []}
     written = json.loads((tmp_path / "rank-0.json").read_text())
     assert written["ok"] is True, written
     assert written["result"]["train_samples"] == 256
+    assert (tmp_path / "out" / "model.keras").stat().st_size > 0
 
 
 def test_the_digits_split_is_scikit_learns_stratified_fifth(tmp_path, monkeypatch):

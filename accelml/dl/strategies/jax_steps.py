@@ -46,6 +46,7 @@ from accelml.dl.common import (
     make_learning_rate,
     make_optimizer,
     require_tensorboard,
+    save_model,
     seed_keras,
     versions,
     weights_digest,
@@ -680,7 +681,7 @@ def train(config: TrainingConfig, data: ImageData) -> TrainingResult:
         test_loss, test_accuracy = _evaluate(jax, jnp, model, loss_fn, final, data, preprocess,
                                              config.global_batch_size)
     if output_dir is not None and config.save_model:
-        model.save(os.path.join(output_dir, "model.keras"))
+        save_model(keras, model, output_dir)
     digests = _device_digests(model, program.device_copies(state) if per_device else state,
                               devices, stacked=per_device)
     return TrainingResult(
