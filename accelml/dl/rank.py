@@ -11,13 +11,14 @@ shutdown waiting for peers). The launcher reads these files.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import json
 import os
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 
 from accelml.dl.config import TrainingConfig
@@ -28,7 +29,7 @@ UNUSED_IN_A_RANK = ("sklearn", "pandas", "matplotlib", "jax")
 """Imported by Keras and TensorFlow where installed, never used by a rank: scikit-learn for
 Keras' estimator wrappers, pandas for DataFrame inputs (a rank feeds NumPy arrays), matplotlib
 for Keras' image plots, JAX for TensorFlow Lite and Keras' Orbax callback. Skipped while a rank
-imports Keras, they cost each rank's start about 3 CPU-s (benchmarks/rank_start.py). An engine
+imports Keras, they cost each rank's start about 3 CPU-s (benchmarks/bench_rank_start.py). An engine
 or a strategy's library of that name (JAX) is kept, and after Keras anything may import them."""
 
 
@@ -64,20 +65,34 @@ class _Skipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         raise AssertionError("create_module refuses every module")
 
 
+@contextlib.contextmanager
+def skipped_imports(names: Iterable[str]) -> Iterator[None]:
+    """For the block, importing any of ``names`` (or its submodules) fails as if it were not
+    installed; modules that try them (``try: import pandas``) carry on without them.
+
+    >>> with skipped_imports(["tabnanny"]):
+    ...     import tabnanny
+    Traceback (most recent call last):
+    ModuleNotFoundError: tabnanny is skipped while a rank imports Keras
+    """
+    finder = _Skipped(frozenset(names))
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
 def import_engine(config: TrainingConfig) -> tuple[str, ...]:
     """Import Keras on ``config``'s engine without :data:`UNUSED_IN_A_RANK` (those not yet
     imported, and not the engine or a library of the strategy); return the names skipped."""
     prepare_environment(config)
     kept = {config.engine, *config.strategy_record.libraries}
-    skipped = frozenset(name for name in UNUSED_IN_A_RANK
-                        if name not in kept and name not in sys.modules)
-    finder = _Skipped(skipped)
-    sys.meta_path.insert(0, finder)
-    try:
+    skipped = tuple(sorted(name for name in UNUSED_IN_A_RANK
+                           if name not in kept and name not in sys.modules))
+    with skipped_imports(skipped):
         import keras  # noqa: F401
-    finally:
-        sys.meta_path.remove(finder)
-    return tuple(sorted(skipped))
+    return skipped
 
 
 def process_rank(environment: Mapping[str, str] = os.environ) -> int:

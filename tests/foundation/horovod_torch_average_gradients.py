@@ -19,8 +19,12 @@ import sys
 
 os.environ["KERAS_BACKEND"] = "torch"
 
-import horovod.torch as hvd  # noqa: E402
-import keras  # noqa: E402
+from accelml.dl.common import seed_keras  # noqa: E402
+from accelml.dl.rank import UNUSED_IN_A_RANK, skipped_imports  # noqa: E402
+
+with skipped_imports(UNUSED_IN_A_RANK):   # what Keras imports where installed, unused here
+    import horovod.torch as hvd
+    import keras
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
@@ -47,7 +51,7 @@ def main(out_dir: str) -> None:
 
 def train(features: torch.Tensor, targets: torch.Tensor, average: bool, label: str) -> dict:
     """Five steps from rank 0's weights; the SHA-256 of the initial and the final weights."""
-    keras.utils.set_random_seed(100 + hvd.rank())
+    seed_keras(keras, 100 + hvd.rank())   # no TensorFlow
     model = keras.Sequential(
         [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
     )

@@ -20,7 +20,11 @@ import sys
 
 os.environ["KERAS_BACKEND"] = "torch"
 
-import keras  # noqa: E402
+from accelml.dl.common import seed_keras  # noqa: E402
+from accelml.dl.rank import UNUSED_IN_A_RANK, skipped_imports  # noqa: E402
+
+with skipped_imports(UNUSED_IN_A_RANK):   # what Keras imports where installed, unused here
+    import keras
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -53,7 +57,7 @@ def main(out_dir: str) -> None:
 def train(features: torch.Tensor, targets: torch.Tensor, average: bool, rank: int) -> dict:
     """Five steps, the model in DDP when ``average``; the SHA-256 of the initial and the final
     weights (initial: once DDP has wrapped the model)."""
-    keras.utils.set_random_seed(100 + rank)
+    seed_keras(keras, 100 + rank)   # no TensorFlow
     model = keras.Sequential(
         [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
     )
