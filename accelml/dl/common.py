@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import importlib.abc
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import os
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, TypeAlias
 
@@ -24,6 +26,56 @@ from accelml.dl.engine_objects import KerasOptimizer, Tensor
 from accelml.dl.models import batchnorm_momentum
 from accelml.dl.turns import EpochGate
 from accelml.errors import UnavailableError
+
+
+class _Skipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes ``import name`` (and its submodules) fail as if ``name`` were not installed, while
+    ``importlib.util.find_spec`` still finds it (torch._dynamo reads where libraries live).
+
+    >>> finder = _Skipped(frozenset({"json"}))
+    >>> finder.find_spec("csv", None) is None, finder.find_spec("json", None).name
+    (True, 'json')
+    >>> finder.create_module(finder.find_spec("json", None))
+    Traceback (most recent call last):
+    ModuleNotFoundError: json is skipped here (accelml.dl.common.skipped_imports)
+    """
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname.partition(".")[0] not in self.names:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None:
+            spec.loader = self
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        raise ModuleNotFoundError(f"{spec.name} is skipped here (accelml.dl.common.skipped_imports)",
+                                  name=spec.name)
+
+    def exec_module(self, module: ModuleType) -> None:
+        raise AssertionError("create_module refuses every module")
+
+
+@contextlib.contextmanager
+def skipped_imports(names: Iterable[str]) -> Iterator[None]:
+    """For the block, importing any of ``names`` (or its submodules) fails as if it were not
+    installed; modules that try them (``try: import pandas``) carry on without them.
+
+    >>> with skipped_imports(["tabnanny"]):
+    ...     import tabnanny
+    Traceback (most recent call last):
+    ModuleNotFoundError: tabnanny is skipped here (accelml.dl.common.skipped_imports)
+    """
+    finder = _Skipped(frozenset(names))
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 @contextlib.contextmanager

@@ -5,22 +5,23 @@ It trains with :func:`accelml.dl.run_training` and writes ``RESULT_DIR/rank-<ran
 "traceback": ...}``, and then exits at once (a rank that failed must not sit in Horovod's
 shutdown waiting for peers). The launcher reads these files.
 
+A rank imports Keras on its engine first (:func:`import_engine`), without the optional
+integrations that Keras and TensorFlow import where installed but a rank never uses
+(:data:`UNUSED_IN_A_RANK`).
+
 >>> process_rank({"ACCELML_RANK": "1", "SLURM_PROCID": "0"}), process_rank({})
 (1, 0)
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.abc
-import importlib.machinery
 import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from types import ModuleType
+from collections.abc import Mapping
 
+from accelml.dl.common import skipped_imports
 from accelml.dl.config import TrainingConfig
 from accelml.dl.launch import RANK_VARIABLE
 from accelml.dl.training import prepare_environment, run_training
@@ -31,56 +32,6 @@ Keras' estimator wrappers, pandas for DataFrame inputs (a rank feeds NumPy array
 for Keras' image plots, JAX for TensorFlow Lite and Keras' Orbax callback. Skipped while a rank
 imports Keras, they cost each rank's start about 3 CPU-s (benchmarks/bench_rank_start.py). An engine
 or a strategy's library of that name (JAX) is kept, and after Keras anything may import them."""
-
-
-class _Skipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Makes ``import name`` (and its submodules) fail as if ``name`` were not installed, while
-    ``importlib.util.find_spec`` still finds it (torch._dynamo reads where libraries live).
-
-    >>> finder = _Skipped(frozenset({"json"}))
-    >>> finder.find_spec("csv", None) is None, finder.find_spec("json", None).name
-    (True, 'json')
-    >>> finder.create_module(finder.find_spec("json", None))
-    Traceback (most recent call last):
-    ModuleNotFoundError: json is skipped while a rank imports Keras
-    """
-
-    def __init__(self, names: frozenset[str]) -> None:
-        self.names = names
-
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname.partition(".")[0] not in self.names:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is not None:
-            spec.loader = self
-        return spec
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        raise ModuleNotFoundError(f"{spec.name} is skipped while a rank imports Keras",
-                                  name=spec.name)
-
-    def exec_module(self, module: ModuleType) -> None:
-        raise AssertionError("create_module refuses every module")
-
-
-@contextlib.contextmanager
-def skipped_imports(names: Iterable[str]) -> Iterator[None]:
-    """For the block, importing any of ``names`` (or its submodules) fails as if it were not
-    installed; modules that try them (``try: import pandas``) carry on without them.
-
-    >>> with skipped_imports(["tabnanny"]):
-    ...     import tabnanny
-    Traceback (most recent call last):
-    ModuleNotFoundError: tabnanny is skipped while a rank imports Keras
-    """
-    finder = _Skipped(frozenset(names))
-    sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
 
 
 def import_engine(config: TrainingConfig) -> tuple[str, ...]:

@@ -1,8 +1,9 @@
 """A rank imports Keras without what Keras and TensorFlow import where installed but a rank never
 uses (scikit-learn, pandas, matplotlib, and JAX on the other engines): about 3 CPU-s of every
 rank's start (benchmarks/bench_rank_start.py). Its digits come from the dataset registry's cache,
-not from scikit-learn. A rank on torch that saves its model imports no TensorFlow (Keras would,
-~5 CPU-s). What it skipped stays importable afterwards."""
+not from scikit-learn. A rank on torch that saves its model and writes TensorBoard logs imports
+no TensorFlow (Keras and TensorBoard would, ~5 CPU-s). What it skipped stays importable
+afterwards."""
 
 import importlib.util
 import json
@@ -36,7 +37,7 @@ def test_a_rank_trains_without_importing_what_it_never_uses(tmp_path, monkeypatc
     load_image_data("digits")   # the registry's cache, as the first rank of a machine fills it
     config = TrainingConfig(model="mlp", dataset="digits", strategy=strategy, keras_backend=engine,
                             epochs=1, train_samples=256, test_samples=64, save_model=True,
-                            output_dir=str(tmp_path / "out"))
+                            tensorboard=engine == "torch", output_dir=str(tmp_path / "out"))
     (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
     done = subprocess.run([sys.executable, "-c", RANK, str(tmp_path / "config.json"), str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=False,
@@ -48,6 +49,9 @@ def test_a_rank_trains_without_importing_what_it_never_uses(tmp_path, monkeypatc
     assert written["ok"] is True, written
     assert written["result"]["train_samples"] == 256
     assert (tmp_path / "out" / "model.keras").stat().st_size > 0
+    if config.tensorboard:
+        (events,) = (tmp_path / "out" / "tensorboard").glob("events.out.tfevents.*")
+        assert events.stat().st_size > 0
 
 
 def test_the_digits_split_is_scikit_learns_stratified_fifth(tmp_path, monkeypatch):

@@ -19,8 +19,8 @@ import sys
 
 os.environ["KERAS_BACKEND"] = "torch"
 
-from accelml.dl.common import seed_keras  # noqa: E402
-from accelml.dl.rank import UNUSED_IN_A_RANK, skipped_imports  # noqa: E402
+from accelml.dl.common import seed_keras, skipped_imports  # noqa: E402
+from accelml.dl.rank import UNUSED_IN_A_RANK  # noqa: E402
 
 with skipped_imports(UNUSED_IN_A_RANK):   # what Keras imports where installed, unused here
     import horovod.torch as hvd

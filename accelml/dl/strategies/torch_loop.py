@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -63,6 +64,7 @@ from accelml.dl.common import (
     rank_result,
     require_tensorboard,
     seed_keras,
+    skipped_imports,
 )
 from accelml.dl.config import EpochRecord, TrainingConfig, TrainingResult
 from accelml.dl.data import ImageData
@@ -664,10 +666,14 @@ def _views(flat: Any, like: list[Any]) -> Iterator[Any]:
 
 def _summary_writer(output_dir: str) -> Any:
     """TensorBoard's writer through ``torch.utils.tensorboard`` (needs the tensorboard package,
-    checked before training by :func:`accelml.dl.common.require_tensorboard`)."""
-    from torch.utils.tensorboard import SummaryWriter
+    checked before training by :func:`accelml.dl.common.require_tensorboard`). TensorBoard
+    writes through TensorFlow wherever it is installed; where nothing has imported TensorFlow
+    the writer is made without it, so TensorBoard writes the same event files through its own
+    stub (TensorFlow would cost each rank ~5 CPU-s and its memory)."""
+    with skipped_imports(() if "tensorflow" in sys.modules else ("tensorflow",)):
+        from torch.utils.tensorboard import SummaryWriter
 
-    return SummaryWriter(os.path.join(output_dir, "tensorboard"))
+        return SummaryWriter(os.path.join(output_dir, "tensorboard"))
 
 
 def _write_summaries(summaries: Any, config: TrainingConfig, model: Any,
