@@ -61,19 +61,24 @@ class _Skipped(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 @contextlib.contextmanager
-def skipped_imports(names: Iterable[str]) -> Iterator[None]:
-    """For the block, importing any of ``names`` (or its submodules) fails as if it were not
-    installed; modules that try them (``try: import pandas``) carry on without them.
+def skipped_imports(names: Iterable[str]) -> Iterator[tuple[str, ...]]:
+    """For the block, importing any of ``names`` not imported yet (or its submodules) fails as if
+    it were not installed; modules that try them (``try: import pandas``) carry on without them.
+    The block gets the names skipped; one already imported stays as it is.
 
+    >>> with skipped_imports(["tabnanny", "sys"]) as skipped:
+    ...     skipped
+    ('tabnanny',)
     >>> with skipped_imports(["tabnanny"]):
     ...     import tabnanny
     Traceback (most recent call last):
     ModuleNotFoundError: tabnanny is skipped here (accelml.dl.common.skipped_imports)
     """
-    finder = _Skipped(frozenset(names))
+    skipped = tuple(sorted({name for name in names if name not in sys.modules}))
+    finder = _Skipped(frozenset(skipped))
     sys.meta_path.insert(0, finder)
     try:
-        yield
+        yield skipped
     finally:
         sys.meta_path.remove(finder)
 

@@ -39,9 +39,7 @@ def import_engine(config: TrainingConfig) -> tuple[str, ...]:
     imported, and not the engine or a library of the strategy); return the names skipped."""
     prepare_environment(config)
     kept = {config.engine, *config.strategy_record.libraries}
-    skipped = tuple(sorted(name for name in UNUSED_IN_A_RANK
-                           if name not in kept and name not in sys.modules))
-    with skipped_imports(skipped):
+    with skipped_imports(name for name in UNUSED_IN_A_RANK if name not in kept) as skipped:
         import keras  # noqa: F401
     return skipped
 

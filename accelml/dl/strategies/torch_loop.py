@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -670,7 +669,7 @@ def _summary_writer(output_dir: str) -> Any:
     writes through TensorFlow wherever it is installed; where nothing has imported TensorFlow
     the writer is made without it, so TensorBoard writes the same event files through its own
     stub (TensorFlow would cost each rank ~5 CPU-s and its memory)."""
-    with skipped_imports(() if "tensorflow" in sys.modules else ("tensorflow",)):
+    with skipped_imports(["tensorflow"]):
         from torch.utils.tensorboard import SummaryWriter
 
         return SummaryWriter(os.path.join(output_dir, "tensorboard"))
