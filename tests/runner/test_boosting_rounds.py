@@ -69,9 +69,6 @@ def test_each_fit_is_timed_as_setup_and_rounds_on_one_and_two_workers(scaling_ru
         per_round = [(f - s) / ROUNDS for f, s in zip(fit.samples, setup.samples, strict=True)]
         assert split.per_round_seconds == pytest.approx(statistics.median(per_round))
         assert split.per_round_seconds > 0
-    # xgboost.dask's set-up (tracker, the workers' QuantileDMatrix, communicator, scheduling)
-    # costs more than building one QuantileDMatrix of 2250 rows in-process
-    assert cpu[2].boosting.setup_seconds > cpu[1].boosting.setup_seconds
 
 
 def test_the_report_gives_per_round_costs_and_the_crossover(scaling_run):
