@@ -90,6 +90,7 @@ def horovodrun_of(faults, earlier):
                               and "accelml.dl.loopback_horovodrun" in " ".join(process.cmdline()))
 
 
+@pytest.mark.horovod
 def test_a_kill_is_retried_at_once_and_kept_in_the_record(faults, tmp_path):
     """A Horovod rank killed in the first attempt, ``horovodrun`` in the second: each kill is run
     again at once, the third attempt ends ok, and the record keeps both killed attempts. (A kill
