@@ -7,7 +7,8 @@ shutdown waiting for peers). The launcher reads these files.
 
 A rank imports Keras on its engine first (:func:`import_engine`), without the optional
 integrations that Keras and TensorFlow import where installed but a rank never uses
-(:data:`UNUSED_IN_A_RANK`).
+(:data:`UNUSED_IN_A_RANK`), and with Python's garbage collector paused for that import only
+(:func:`accelml.dl.common.collector_paused`).
 
 >>> process_rank({"ACCELML_RANK": "1", "SLURM_PROCID": "0"}), process_rank({})
 (1, 0)
@@ -21,7 +22,7 @@ import sys
 import traceback
 from collections.abc import Mapping
 
-from accelml.dl.common import skipped_imports
+from accelml.dl.common import collector_paused, skipped_imports
 from accelml.dl.config import TrainingConfig
 from accelml.dl.launch import RANK_VARIABLE
 from accelml.dl.training import prepare_environment, run_training
@@ -39,7 +40,8 @@ def import_engine(config: TrainingConfig) -> tuple[str, ...]:
     imported, and not the engine or a library of the strategy); return the names skipped."""
     prepare_environment(config)
     kept = {config.engine, *config.strategy_record.libraries}
-    with skipped_imports(name for name in UNUSED_IN_A_RANK if name not in kept) as skipped:
+    with collector_paused(), skipped_imports(name for name in UNUSED_IN_A_RANK
+                                             if name not in kept) as skipped:
         import keras  # noqa: F401
     return skipped
 
