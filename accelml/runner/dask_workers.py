@@ -62,7 +62,7 @@ from accelml.results.store import array_digest
 from accelml.runner.rounds import clocked
 from accelml.runner.scores import scores_for
 from accelml.runner.stacks import PRELOAD, STACKS_DIR_VARIABLE
-from accelml.runner.timing import host_copy, repeat_until_stable
+from accelml.runner.timing import host_copy, repeat_until_stable, setup_frozen
 
 LOCAL_PROCESSES = "local-processes"
 JOB_LAUNCHERS = ("srun", "mpirun")
@@ -302,12 +302,13 @@ def measure_on_workers(case: Case, context: MeasureContext) -> Measurements:
             return {"fit": t1 - t0, "predict": t2 - t1}
 
         policy = case.repeats
-        outcome = repeat_until_stable(
-            one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
-            target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
-            max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
-            turns=context.turns,
-        )
+        with setup_frozen():
+            outcome = repeat_until_stable(
+                one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
+                target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
+                max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
+                turns=context.turns,
+            )
         predictions = state["predictions"]
         scores, extra = scores_for(task, state["estimator"], X_test, data.y_test, predictions)
         peaks = client.run(_peak_rss_bytes)

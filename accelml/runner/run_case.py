@@ -61,6 +61,7 @@ from accelml.runner.timing import (
     host_copy,
     peak_host_memory_bytes,
     repeat_until_stable,
+    setup_frozen,
 )
 from accelml.scratch import kill_tree
 
@@ -184,12 +185,13 @@ def measure_estimator(case: Case, context: MeasureContext) -> Measurements:
     policy = case.repeats
     if policy.warmup and policy.skip_warmup_after is not None:
         _prime(template, X_train, y_train, X_test, fit_only, predict_name)
-    outcome = repeat_until_stable(
-        one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
-        target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
-        max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
-        skip_warmup_after=policy.skip_warmup_after, turns=context.turns,
-    )
+    with setup_frozen():
+        outcome = repeat_until_stable(
+            one_round, min_repeats=policy.min_repeats, max_repeats=policy.max_repeats,
+            target_rel=policy.target_rel, confidence=policy.confidence, warmup=policy.warmup,
+            max_seconds=policy.max_seconds, deadline=context.deadline_monotonic,
+            skip_warmup_after=policy.skip_warmup_after, turns=context.turns,
+        )
     estimator, predictions = state["estimator"], state["predictions"]
     y_eval = data.y_train if fit_only else data.y_test
     scores, extra = scores_for(task, estimator, X_train if fit_only else X_test,
