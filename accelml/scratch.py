@@ -101,7 +101,7 @@ def kill_tree(pid: int, *, include_self: bool = True) -> None:
     members = descendants(pid)
     groups = {pid} if include_self else set()
     for member in members:
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):   # ended since it was read
             if os.getpgid(member.pid) == member.pid:
                 groups.add(member.pid)
     for group in groups:
