@@ -26,7 +26,7 @@ torch_pin=$(grep -E '^torch==' "$here/constraints.txt")
 # pip compiles the files it installs to bytecode on one core, half of its time here; compileall
 # does the same on every core. It exits 1 where a file does not compile (torch ships one for
 # Python 3.12 only), which pip ignores too: that file is compiled, or fails, when imported.
-# The libraries' own test suites (folders named tests/, a third of the files: pandas', SciPy's,
+# The libraries' own test suites (folders named tests/, a fifth of the files: pandas', SciPy's,
 # SymPy's, ...) are left out: nothing imports them.
 "$venv/bin/python" -m compileall -q -j 0 -x '/tests/' \
   "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null 2>&1 || true
