@@ -40,6 +40,8 @@ MODULES = {"tensorflow": "FindTensorflow.cmake", "pytorch": "FindPytorch.cmake"}
 EXTENSION = "${Pytorch_EXT}"
 """The one CMake variable inside their codes: CUDAExtension where the CUDA or ROCm question
 said True, else CppExtension (FindPytorch.cmake's own rule)."""
+GPU_QUESTIONS = slice(1, 3)
+"""Where FindPytorch.cmake asks them: its second and third questions (CUDA, then ROCm)."""
 NO_RUNTIME = re.compile(r"No (CUDA|ROCm) runtime[^\n]*\n?")
 
 
@@ -63,7 +65,7 @@ def answer(codes: list[str], answers: Path, framework: str) -> None:
     printed: list[str] = []
     for number, code in enumerate(codes, start=1):
         if EXTENSION in code:
-            gpu = any(NO_RUNTIME.sub("", text).strip().upper() == "TRUE" for text in printed[1:3])
+            gpu = any(NO_RUNTIME.sub("", text).strip().upper() == "TRUE" for text in printed[GPU_QUESTIONS])
             code = code.replace(EXTENSION, "CUDAExtension" if gpu else "CppExtension")
         if "${" in code:
             raise SystemExit(f"{framework} question {number} needs a CMake variable: {code}")
