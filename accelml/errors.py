@@ -46,6 +46,12 @@ class ProcessKilled(AccelmlError):
         self.signum = signum
 
 
+class TimeLimitExceeded(AccelmlError):
+    """A process a case started (a launcher and its ranks) ran past the case's time limit and
+    was killed: the case is recorded as ``timeout``, as when the runner kills the case
+    process itself at that limit (whichever of the two clocks ends first)."""
+
+
 class Interrupted(KeyboardInterrupt):
     """A run stopped by a signal (Ctrl-C's SIGINT, or SIGTERM / SIGHUP from ``kill``, a batch
     system or a closed terminal): raised in the main thread so that clean-up runs as for

@@ -16,7 +16,7 @@ off its :class:`~accelml.dl.strategies.Strategy` record.
 
 The launch fails (``AccelmlError`` with the failing rank's own error) rather than hangs: when
 one rank reports an error, the others get ``grace_s`` to finish and are then killed, and
-the whole run is killed at ``config.time_limit_s``. Every rank's final-weight digest is
+the whole run is killed at ``config.time_limit_s`` (``TimeLimitExceeded``). Every rank's final-weight digest is
 gathered; ranks that disagree make the run fail.
 """
 
@@ -40,7 +40,7 @@ from accelml.dl.config import TrainingConfig, TrainingResult
 from accelml.dl.private_network import PrivateNetwork
 from accelml.dl.strategies import LAUNCHERS, LOCAL_PROCESSES, SRUN, Listener, Strategy
 from accelml.dl.turns import TURNS_VARIABLE
-from accelml.errors import AccelmlError, ProcessKilled, SpecError, UnavailableError
+from accelml.errors import AccelmlError, ProcessKilled, SpecError, TimeLimitExceeded, UnavailableError
 from accelml.probe import usable_cores
 from accelml.scratch import die_with_this_process, kill_tree, make_scratch
 
@@ -301,9 +301,9 @@ def launch(config: TrainingConfig, ranks: int | None = None, launcher: str | Non
             now = time.monotonic()
             if now - started > config.time_limit_s:
                 _kill(processes)
-                raise AccelmlError(f"{config.strategy} run on {config.ranks} rank(s) passed "
-                                   f"its time limit of {config.time_limit_s:.0f}s and was killed "
-                                   f"(logs: {work_dir})")
+                raise TimeLimitExceeded(f"{config.strategy} run on {config.ranks} rank(s) passed "
+                                        f"its time limit of {config.time_limit_s:g} s and was "
+                                        f"killed (logs: {work_dir})")
             if first_error_at is None and _errors(results):
                 first_error_at = now
             if killed_at is None and any(p.returncode is not None and p.returncode < 0

@@ -38,7 +38,7 @@ import numpy as np
 from accelml import estimators
 from accelml.cases import Case
 from accelml.datasets import load_dataset
-from accelml.errors import AccelmlError, ProcessKilled, UnavailableError
+from accelml.errors import AccelmlError, ProcessKilled, TimeLimitExceeded, UnavailableError
 from accelml.estimators import MeasureContext, Measurements, Turns, get_backend, task_of
 from accelml.expectations import is_deep_learning
 from accelml.results.records import (
@@ -315,6 +315,8 @@ def run_case(inputs: CaseInput) -> CaseDocument:
             kind = FailureKind.UNAVAILABLE
         elif isinstance(error, ProcessKilled):
             kind = FailureKind.KILLED
+        elif isinstance(error, TimeLimitExceeded):
+            kind = FailureKind.TIMEOUT
         elif isinstance(error, KeyboardInterrupt):
             raise
         else:

@@ -6,6 +6,7 @@ import time
 import pytest
 from threadpoolctl import threadpool_limits
 
+from accelml.cases import Case, DatasetSpec
 from accelml.results.records import CaseResult
 from accelml.runner.process import CaseTask, execute_case
 from accelml.spec.load import load_spec_text
@@ -135,3 +136,18 @@ def test_a_case_killed_at_its_time_limit_says_where_it_was(tmp_path, memory_limi
     assert result.failure.value == "timeout" and "\n" not in result.reason
     assert "exceeded its time limit of 30 s; it was in " in result.reason, result.reason
     assert "sklearn/" in result.reason.split("it was in ")[1], result.reason
+
+
+def test_a_launcher_past_its_time_limit_is_recorded_as_a_timeout(tmp_path):
+    """The launcher of a keras case kills its ranks at the training's time limit (here 3 s,
+    the case's 600 s): the case is a ``timeout``, as when the runner kills the case process
+    at the case's limit. Where the two limits are equal (a spec's ``time_limit``), the
+    launcher counts from its own start and the runner from the case process's, and the
+    runner asks for stacks for a second before it kills: a launcher started within that
+    second ended first, and its case was recorded as an ``error`` (seen in CI)."""
+    case = Case("mlp", "keras", "cpu", DatasetSpec("digits", "shipped", (("name", "digits"),)),
+                strategy="single", params=(("epochs", 500), ("time_limit_s", 3.0)))
+    result, arrays = run(case, tmp_path)
+    assert (result.status, result.failure.value) == ("failed", "timeout"), result.reason
+    assert "passed its time limit of 3 s and was killed" in result.reason, result.reason
+    assert arrays == {}
