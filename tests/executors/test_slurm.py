@@ -114,7 +114,7 @@ def test_a_worker_lost_mid_case_is_survived(slurm_available, tmp_path, how):
     hit = [outcome for outcome in outcomes if (directory / f"started-{outcome.index}-{job}-{pid}").exists()]
     assert len(hit) == 1
     assert hit[0].result["pid"] != pid                  # it finished in another worker process
-    assert hit[0].lost_workers >= 1
+    assert hit[0].lost_workers >= 1, (hit[0], lost, sorted(p.name for p in directory.iterdir()))
     assert queued_jobs(job_name) == []
 
 
