@@ -16,8 +16,8 @@ off its :class:`~accelml.dl.strategies.Strategy` record.
 
 The launch fails (``AccelmlError`` with the failing rank's own error) rather than hangs: when
 one rank reports an error, the others get ``grace_s`` to finish and are then killed, and
-the whole run is killed at ``config.time_limit_s`` (``TimeLimitExceeded``). Every rank's final-weight digest is
-gathered; ranks that disagree make the run fail.
+the whole run is killed at ``config.time_limit_s`` (``TimeLimitExceeded``). Every rank's
+final-weight digest is gathered; ranks that disagree make the run fail.
 """
 
 from __future__ import annotations
